@@ -1,0 +1,34 @@
+"""The exception hierarchy: one base class, one subclass per kind of failure."""
+
+from __future__ import annotations
+
+
+class TabverifyError(Exception):
+    """Base class of every error tabverify raises on purpose.
+
+    Messages name the input, say what is wrong and, where possible, what to do.
+    """
+
+
+class TableError(TabverifyError):
+    """A table file or object could not be read (empty, ragged, binary, wrong encoding...)."""
+
+
+class ProgramSyntaxError(TabverifyError):
+    """A program in the TabFact brace syntax could not be parsed."""
+
+
+class ProgramTypeError(TabverifyError):
+    """A program is well-formed but calls a function with arguments of the wrong type."""
+
+
+class ProgramExecutionError(TabverifyError):
+    """A program failed while running on a table (unknown column, empty view, non-numeric column...)."""
+
+
+class DatasetError(TabverifyError):
+    """A benchmark data folder is missing or does not have the expected layout."""
+
+
+class ModelError(TabverifyError):
+    """A trained model (ranker weights) is missing or unreadable."""

@@ -1,0 +1,83 @@
+"""Run a program on a table, returning its value and the cells it read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tabverify.errors import ProgramExecutionError
+from tabverify.program.functions import FUNCTIONS, Context
+from tabverify.program.tree import AllRows, Call, Header, Literal, Node, parse_program
+from tabverify.program.values import text_of
+from tabverify.table import CellRef, Table
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The outcome of running a program: its value and the evidence cells it touched."""
+
+    value: object
+    evidence: frozenset[CellRef]
+
+    @property
+    def display(self) -> str:
+        """The value as users see it: True/False for booleans, the text of cells, rows for views."""
+        if isinstance(self.value, bool):
+            return str(self.value)
+        if isinstance(self.value, tuple):
+            return f"rows {', '.join(str(r + 1) for r in self.value)}"
+        return text_of(self.value)
+
+
+def resolve_header(table: Table, name: str) -> int:
+    """The column a header argument names: exact (case-insensitive), else a unique fuzzy match.
+
+    Raises:
+        ProgramExecutionError: no column (or several) matches.
+    """
+    index = table.column_index(name)
+    if index is not None:
+        return index
+    wanted = " ".join(name.lower().replace("(", " ").replace(")", " ").split())
+    candidates = [
+        i for i, h in enumerate(table.header)
+        if wanted and (wanted in " ".join(h.lower().replace("(", " ").replace(")", " ").split())
+                       or " ".join(h.lower().split()) in wanted)
+    ]
+    if len(candidates) == 1:
+        return candidates[0]
+    raise ProgramExecutionError(
+        f"no column named {name!r}; the table's columns are: {', '.join(table.header)}"
+    )
+
+
+def evaluate(node: Node, ctx: Context) -> object:
+    """Evaluate one node of a program tree."""
+    if isinstance(node, AllRows):
+        return ctx.table.data_row_indices
+    if isinstance(node, Literal):
+        return node.text
+    if isinstance(node, Header):
+        return resolve_header(ctx.table, node.name)
+    function = FUNCTIONS[node.func]
+    args = [evaluate(arg, ctx) for arg in node.args]
+    try:
+        return function.impl(ctx, *args)
+    except ProgramExecutionError:
+        raise
+    except (ValueError, TypeError, ZeroDivisionError, IndexError) as exc:
+        raise ProgramExecutionError(f"{node.func} failed: {exc}") from exc
+
+
+def execute(program: Call | str, table: Table) -> Execution:
+    """Run a program (a tree or brace-syntax text) on a table.
+
+    Raises:
+        ProgramSyntaxError / ProgramTypeError: the text is not a valid program.
+        ProgramExecutionError: the program cannot run on this table (unknown column, empty view...).
+    """
+    if isinstance(program, str):
+        program = parse_program(program)
+    ctx = Context(table, evidence=set())
+    value = evaluate(program, ctx)
+    assert ctx.evidence is not None
+    return Execution(value, frozenset(ctx.evidence))

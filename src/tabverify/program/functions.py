@@ -1,0 +1,353 @@
+"""The typed function set of the table program language (TabFact / LPA / Logic2Text names).
+
+Types: ``view`` (rows of the table, in table order), ``header`` (a column), ``num``, ``str``,
+``obj`` (a cell value: number or text), ``bool``. Every function is registered once, with its
+signature and its implementation; the parser, the search and the executor all read this table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from tabverify.errors import ProgramExecutionError
+from tabverify.program.values import compare, normalize_text, quantity_of, text_match, text_of, values_match
+from tabverify.table import Cell, CellRef, Table
+
+View = tuple[int, ...]
+
+
+@dataclass
+class Context:
+    """What a function sees while running: the table, and (when tracing) the evidence cells read."""
+
+    table: Table
+    evidence: set[CellRef] | None = None
+
+    def touch(self, row: int, column: int) -> None:
+        """Record that a cell contributed to the result."""
+        if self.evidence is not None:
+            self.evidence.add(CellRef(row, column))
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function of the language: its name, argument types, return type and implementation."""
+
+    name: str
+    args: tuple[str, ...]
+    returns: str
+    impl: Callable[..., object] = field(repr=False)
+    doc: str = ""
+
+
+FUNCTIONS: dict[str, Function] = {}
+
+
+def compatible(produced: str, expected: str) -> bool:
+    """Can a value of type ``produced`` be passed where ``expected`` is required?"""
+    if produced == expected:
+        return True
+    if expected == "obj":
+        return produced in ("num", "str")
+    if produced == "obj":
+        return expected in ("num", "str")
+    return False
+
+
+def _register(name: str, args: tuple[str, ...], returns: str, doc: str):
+    def decorator(impl: Callable[..., object]) -> Callable[..., object]:
+        FUNCTIONS[name] = Function(name, args, returns, impl, doc)
+        return impl
+
+    return decorator
+
+
+def _numeric_cells(ctx: Context, view: View, column: int) -> list[tuple[int, float]]:
+    out = []
+    for r in view:
+        q = quantity_of(ctx.table.rows[r][column])
+        if q is not None:
+            out.append((r, q.value))
+    if not out:
+        raise ProgramExecutionError(f"column {ctx.table.header[column]!r} has no numbers in the selected rows")
+    return out
+
+
+# ---- views -------------------------------------------------------------------------------------
+
+_FILTER_TESTS: dict[str, Callable[[Cell, object], bool]] = {
+    "eq": lambda cell, value: values_match(cell, value),
+    "not_eq": lambda cell, value: not values_match(cell, value),
+    "str_eq": lambda cell, value: text_match(cell.text, text_of(value)),
+    "str_not_eq": lambda cell, value: not text_match(cell.text, text_of(value)),
+    "greater": lambda cell, value: compare(cell, value) == 1,
+    "less": lambda cell, value: compare(cell, value) == -1,
+    "greater_eq": lambda cell, value: compare(cell, value) in (0, 1),
+    "less_eq": lambda cell, value: compare(cell, value) in (0, -1),
+}
+
+
+def _make_filter(test: Callable[[Cell, object], bool]):
+    def run(ctx: Context, view: View, column: int, value: object) -> View:
+        rows = ctx.table.rows
+        kept = tuple(r for r in view if test(rows[r][column], value))
+        for r in kept:
+            ctx.touch(r, column)
+        return kept
+
+    return run
+
+
+def _make_all(test: Callable[[Cell, object], bool]):
+    def run(ctx: Context, view: View, column: int, value: object) -> bool:
+        if not view:
+            return False
+        rows = ctx.table.rows
+        for r in view:
+            ctx.touch(r, column)
+            if not test(rows[r][column], value):
+                return False
+        return True
+
+    return run
+
+
+def _exact_first(view: View, column: int, value: object, ctx: Context) -> set[int] | None:
+    """Rows whose cell equals the value exactly, when any does: then containment matches
+    ("1.2" for "1.2 tsi") are not wanted."""
+    wanted = normalize_text(text_of(value))
+    rows = ctx.table.rows
+    exact = {r for r in view if normalize_text(rows[r][column].text) == wanted}
+    return exact or None
+
+
+def _filter_eq(ctx: Context, view: View, column: int, value: object) -> View:
+    exact = _exact_first(view, column, value, ctx)
+    test = _FILTER_TESTS["eq"]
+    kept = tuple(r for r in view if (r in exact if exact else test(ctx.table.rows[r][column], value)))
+    for r in kept:
+        ctx.touch(r, column)
+    return kept
+
+
+def _filter_not_eq(ctx: Context, view: View, column: int, value: object) -> View:
+    matched = set(_filter_eq(Context(ctx.table), view, column, value))
+    kept = tuple(r for r in view if r not in matched)
+    for r in kept:
+        ctx.touch(r, column)
+    return kept
+
+
+for _suffix, _test in _FILTER_TESTS.items():
+    _register(f"filter_{_suffix}", ("view", "header", "obj"), "view",
+              f"rows of the view whose cell in the column satisfies '{_suffix}' against the value")(
+        _make_filter(_test))
+    _register(f"all_{_suffix}", ("view", "header", "obj"), "bool",
+              f"true when every row of the (non-empty) view satisfies '{_suffix}'")(_make_all(_test))
+FUNCTIONS["filter_eq"] = replace(FUNCTIONS["filter_eq"], impl=_filter_eq)
+FUNCTIONS["filter_not_eq"] = replace(FUNCTIONS["filter_not_eq"], impl=_filter_not_eq)
+
+
+@_register("filter_all", ("view", "header"), "view", "the view unchanged (the column is only a hint)")
+def _filter_all(ctx: Context, view: View, column: int) -> View:
+    return view
+
+
+@_register("argmax", ("view", "header"), "view", "the row with the largest number in the column")
+def _argmax(ctx: Context, view: View, column: int) -> View:
+    return _nth_arg(ctx, view, column, 1, largest=True)
+
+
+@_register("argmin", ("view", "header"), "view", "the row with the smallest number in the column")
+def _argmin(ctx: Context, view: View, column: int) -> View:
+    return _nth_arg(ctx, view, column, 1, largest=False)
+
+
+def _nth_arg(ctx: Context, view: View, column: int, n: int, largest: bool) -> View:
+    values = _numeric_cells(ctx, view, column)
+    ordered = sorted(values, key=lambda rv: (-rv[1], rv[0]) if largest else (rv[1], rv[0]))
+    if n < 1 or n > len(ordered):
+        raise ProgramExecutionError(f"asked for number {n} of {len(ordered)} ranked rows")
+    row = ordered[n - 1][0]
+    ctx.touch(row, column)
+    return (row,)
+
+
+def _ordinal(value: object) -> int:
+    q = quantity_of(value)
+    if q is None or q.value != int(q.value):
+        raise ProgramExecutionError(f"{text_of(value)!r} is not an ordinal position")
+    return int(q.value)
+
+
+@_register("nth_argmax", ("view", "header", "num"), "view", "the row with the n-th largest number")
+def _nth_argmax(ctx: Context, view: View, column: int, n: object) -> View:
+    return _nth_arg(ctx, view, column, _ordinal(n), largest=True)
+
+
+@_register("nth_argmin", ("view", "header", "num"), "view", "the row with the n-th smallest number")
+def _nth_argmin(ctx: Context, view: View, column: int, n: object) -> View:
+    return _nth_arg(ctx, view, column, _ordinal(n), largest=False)
+
+
+def _position(ctx: Context, view: View, n: int) -> View:
+    if not view or n > len(view):
+        raise ProgramExecutionError(f"the view has {len(view)} rows, no row number {n}")
+    return (view[n - 1] if n > 0 else view[n],)
+
+
+for _n, _word in enumerate(("first", "second", "third", "fourth", "fifth"), start=1):
+    _register(_word, ("view",), "view", f"the {_word} row of the view, in table order")(
+        lambda ctx, view, _n=_n: _position(ctx, view, _n))
+_register("last", ("view",), "view", "the last row of the view, in table order")(
+    lambda ctx, view: _position(ctx, view, -1))
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+
+@_register("count", ("view",), "num", "the number of rows")
+def _count(ctx: Context, view: View) -> float:
+    return float(len(view))
+
+
+@_register("uniq", ("view", "header"), "num", "the number of distinct values in the column")
+def _uniq(ctx: Context, view: View, column: int) -> float:
+    return float(len({ctx.table.rows[r][column].text.lower() for r in view}))
+
+
+def _aggregate(reduce: Callable[[list[float]], float]):
+    def run(ctx: Context, view: View, column: int) -> float:
+        values = _numeric_cells(ctx, view, column)
+        for r, _ in values:
+            ctx.touch(r, column)
+        return float(reduce([v for _, v in values]))
+
+    return run
+
+
+_register("sum", ("view", "header"), "num", "the sum of the column")(_aggregate(sum))
+_register("avg", ("view", "header"), "num", "the mean of the column")(_aggregate(lambda v: sum(v) / len(v)))
+_register("max", ("view", "header"), "num", "the largest number in the column")(_aggregate(max))
+_register("min", ("view", "header"), "num", "the smallest number in the column")(_aggregate(min))
+
+
+def _nth_value(ctx: Context, view: View, column: int, n: object, largest: bool) -> float:
+    row = _nth_arg(ctx, view, column, _ordinal(n), largest)[0]
+    value = ctx.table.rows[row][column].quantity
+    assert value is not None
+    return value.value
+
+
+_register("nth_max", ("view", "header", "num"), "num", "the n-th largest number in the column")(
+    lambda ctx, view, column, n: _nth_value(ctx, view, column, n, True))
+_register("nth_min", ("view", "header", "num"), "num", "the n-th smallest number in the column")(
+    lambda ctx, view, column, n: _nth_value(ctx, view, column, n, False))
+
+
+def _number(value: object) -> float:
+    q = quantity_of(value)
+    if q is None:
+        raise ProgramExecutionError(f"{text_of(value)!r} is not a number")
+    return q.value
+
+
+def _diff(ctx: Context, a: object, b: object) -> float:
+    qa, qb = quantity_of(a), quantity_of(b)
+    if qa is not None and qb is not None and qa.kind == qb.kind == "date" and min(qa.value, qb.value) >= 10000:
+        return float(qa.value // 10000 - qb.value // 10000)  # dates differ by years
+    return _number(a) - _number(b)
+
+
+_register("diff", ("obj", "obj"), "num", "left minus right (full dates: difference in years)")(_diff)
+_register("add", ("obj", "obj"), "num", "left plus right")(lambda ctx, a, b: _number(a) + _number(b))
+
+# ---- values ------------------------------------------------------------------------------------
+
+
+@_register("hop", ("view", "header"), "obj", "the value in the column of the view's first row")
+def _hop(ctx: Context, view: View, column: int) -> Cell:
+    if not view:
+        raise ProgramExecutionError("hop on an empty view: the filter selected no rows")
+    ctx.touch(view[0], column)
+    return ctx.table.rows[view[0]][column]
+
+
+_register("num_hop", ("view", "header"), "obj", "hop, read as a number")(_hop)
+_register("str_hop", ("view", "header"), "obj", "hop, read as text")(_hop)
+
+
+@_register("most_freq", ("view", "header"), "obj", "the most frequent value in the column")
+def _most_freq(ctx: Context, view: View, column: int) -> str:
+    if not view:
+        raise ProgramExecutionError("most_freq on an empty view")
+    counts = Counter(ctx.table.rows[r][column].text.lower() for r in view)
+    best = max(counts.values())
+    for r in view:
+        if counts[ctx.table.rows[r][column].text.lower()] == best:
+            ctx.touch(r, column)
+    # first value (in table order) among the most frequent
+    return next(ctx.table.rows[r][column].text for r in view if counts[ctx.table.rows[r][column].text.lower()] == best)
+
+
+# ---- booleans ----------------------------------------------------------------------------------
+
+_register("eq", ("obj", "obj"), "bool", "same value (numbers at the literal's precision)")(
+    lambda ctx, a, b: values_match(a, b))
+_register("not_eq", ("obj", "obj"), "bool", "different values")(lambda ctx, a, b: not values_match(a, b))
+_register("round_eq", ("obj", "obj"), "bool", "equal after rounding")(lambda ctx, a, b: values_match(a, b))
+_register("str_eq", ("obj", "obj"), "bool", "one text contains the other")(
+    lambda ctx, a, b: text_match(text_of(a), text_of(b)))
+_register("not_str_eq", ("obj", "obj"), "bool", "neither text contains the other")(
+    lambda ctx, a, b: not text_match(text_of(a), text_of(b)))
+
+
+def _ordered(a: object, b: object, wanted: int) -> bool:
+    result = compare(a, b)
+    if result is None:
+        raise ProgramExecutionError(f"cannot compare {text_of(a)!r} with {text_of(b)!r} as numbers")
+    return result == wanted
+
+
+_register("greater", ("obj", "obj"), "bool", "left is larger")(lambda ctx, a, b: _ordered(a, b, 1))
+_register("less", ("obj", "obj"), "bool", "left is smaller")(lambda ctx, a, b: _ordered(a, b, -1))
+_register("and", ("bool", "bool"), "bool", "both are true")(lambda ctx, a, b: bool(a and b))
+_register("not", ("bool",), "bool", "negation")(lambda ctx, a: not a)
+_register("only", ("view",), "bool", "the view has exactly one row")(lambda ctx, view: len(view) == 1)
+_register("several", ("view",), "bool", "the view has more than one row")(lambda ctx, view: len(view) > 1)
+_register("zero", ("view",), "bool", "the view is empty")(lambda ctx, view: len(view) == 0)
+_register("none", ("view",), "bool", "the view is empty (alias of zero)")(lambda ctx, view: len(view) == 0)
+_register("half", ("view",), "bool", "the view holds about half of the table's rows")(
+    lambda ctx, view: abs(2 * len(view) - len(ctx.table.data_row_indices)) <= 1)
+_register("one_third", ("view",), "bool", "the view holds about a third of the table's rows")(
+    lambda ctx, view: abs(3 * len(view) - len(ctx.table.data_row_indices)) <= 2)
+
+
+def _first_row(view: View, what: str) -> int:
+    if not view:
+        raise ProgramExecutionError(f"{what}: empty view")
+    return view[0]
+
+
+_register("before", ("view", "view"), "bool", "the first view's row comes before the second's")(
+    lambda ctx, a, b: _first_row(a, "before") < _first_row(b, "before"))
+_register("after", ("view", "view"), "bool", "the first view's row comes after the second's")(
+    lambda ctx, a, b: _first_row(a, "after") > _first_row(b, "after"))
+
+
+@_register("within", ("view", "header", "obj"), "bool", "the value appears in the column of the view")
+def _within(ctx: Context, view: View, column: int, value: object) -> bool:
+    return any(values_match(ctx.table.rows[r][column], value) for r in view)
+
+
+@_register("samerow", ("view", "header", "obj", "header", "obj"), "bool",
+           "some row holds both values (first in the first column, second in the second)")
+def _samerow(ctx: Context, view: View, col_a: int, a: object, col_b: int, b: object) -> bool:
+    rows = ctx.table.rows
+    for r in view:
+        if values_match(rows[r][col_a], a) and values_match(rows[r][col_b], b):
+            ctx.touch(r, col_a)
+            ctx.touch(r, col_b)
+            return True
+    return False

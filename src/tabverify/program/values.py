@@ -1,0 +1,176 @@
+"""How program values compare: fuzzy text matching and precision-aware number matching.
+
+These rules are shared by the executor and the entity linker so that a literal the linker
+extracts always matches the cell it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from tabverify.table import Cell, Quantity, parse_quantity
+
+_PUNCT_RE = re.compile(r"[^\w\s.%$-]|(?<!\d)[.](?!\d)|(?<!\w)-(?!\w)|(?<=\w)-(?=\w)")
+
+
+@lru_cache(maxsize=200_000)
+def normalize_text(text: str) -> str:
+    """Lower-case, unify quotes, drop punctuation that carries no meaning, collapse spaces."""
+    t = text.lower().replace("''", '"').replace("`", "'").replace("'s", " 's")
+    t = _PUNCT_RE.sub(" ", t)
+    return " ".join(t.split())
+
+
+@lru_cache(maxsize=200_000)
+def literal_quantity(text: str) -> Quantity | None:
+    """Parse a program literal (cached: literals recur in every row of a filter)."""
+    return parse_quantity(text)
+
+
+_LOOSE_NUMBER_RE = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.])")
+
+
+@lru_cache(maxsize=200_000)
+def loose_quantity(text: str) -> Quantity | None:
+    """The first stand-alone number in free text ("mark price , 18 points" -> 18), for cells whose
+    text is not a number as a whole."""
+    match = _LOOSE_NUMBER_RE.search(text)
+    if match is None:
+        return None
+    token = match.group(0).replace(",", "")
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    decimals = len(token.split(".", 1)[1]) if "." in token else 0
+    return Quantity(text, value, "number", decimals)
+
+
+def quantity_of(value: object) -> Quantity | None:
+    """The number or date a program value stands for, or None."""
+    if isinstance(value, Cell):
+        return value.quantity if value.quantity is not None else loose_quantity(value.text)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return Quantity(repr(value), float(value), "number", decimals=-1)
+    if isinstance(value, str):
+        return literal_quantity(value)
+    return None
+
+
+def text_of(value: object) -> str:
+    """The display text of a program value."""
+    if isinstance(value, Cell):
+        return value.text
+    if isinstance(value, float):
+        return format_number(value)
+    return str(value)
+
+
+def format_number(value: float) -> str:
+    """Print a number without a useless '.0' and with at most 4 decimals."""
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    if not needle:
+        return False
+    return f" {needle} " in f" {haystack} "
+
+
+def text_match(left: str, right: str) -> bool:
+    """Do two texts name the same thing: equal after normalisation, or one contains the other
+    as whole words ("hong kong" matches "hong kong , china")."""
+    a, b = normalize_text(left), normalize_text(right)
+    if a == b:
+        return bool(a)
+    return _contains(a, b) or _contains(b, a) or _one_typo(a, b)
+
+
+def _one_typo(a: str, b: str) -> bool:
+    """At most one inserted, deleted or replaced character, for texts of 8+ characters
+    (misspelt names in statements: "scuderi sant ambroeus")."""
+    if min(len(a), len(b)) < 8 or abs(len(a) - len(b)) > 1 or a[0] != b[0]:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
+
+
+def aligned_numbers(left: Quantity, right: Quantity) -> tuple[float, float] | None:
+    """Bring two quantities to a common scale: dates vs years compare years, dates without a year
+    compare month and day."""
+    a, b = left.value, right.value
+    if left.kind == "date" or right.kind == "date":
+        if left.kind == "date" and right.kind == "date":
+            if a < 10000 or b < 10000:
+                return a % 10000, b % 10000
+            return a, b
+        if left.kind == "date" and right.kind in ("year", "number") and a >= 10000:
+            return a // 10000, b
+        if right.kind == "date" and left.kind in ("year", "number") and b >= 10000:
+            return a, b // 10000
+        if left.kind == "date" and right.kind in ("number", "ordinal") and a < 10000:
+            return None
+        return None
+    return a, b
+
+
+def _same_at_precision(precise: float, written: float, decimals: int) -> bool:
+    scale = 10**decimals
+    return abs(round(precise * scale) - written * scale) < 1e-6 or abs(int(precise * scale) - written * scale) < 1e-6
+
+
+def numbers_equal(left: Quantity, right: Quantity) -> bool:
+    """Numeric equality at the written precision: a computed value (or a value written with more
+    decimals) is rounded to the precision of the other side before comparing."""
+    pair = aligned_numbers(left, right)
+    if pair is None:
+        return False
+    a, b = pair
+    if (left.kind == "range") != (right.kind == "range"):
+        # "7 - 5" is not 7, but a computed maximum of 2 may be quoted as the score "2 - 0"
+        if min(left.decimals, right.decimals) >= 0:
+            return False
+    elif left.second != right.second:
+        return False
+    if a == b:
+        return True
+    # a computed value, or one written with more decimals, is read at the other's precision:
+    # rounded or truncated ("2069.16" for 2069.1666)
+    if left.decimals < 0 or left.decimals > right.decimals >= 0:
+        return _same_at_precision(a, b, right.decimals)
+    if right.decimals < 0 or right.decimals > left.decimals >= 0:
+        return _same_at_precision(b, a, left.decimals)
+    return abs(a - b) <= 1e-9
+
+
+def values_match(left: object, right: object) -> bool:
+    """Equality as the eq / filter_eq functions see it: same text, or same number or date."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return left == right
+    left_is_text = isinstance(left, (Cell, str))
+    right_is_text = isinstance(right, (Cell, str))
+    if left_is_text and right_is_text and text_match(text_of(left), text_of(right)):
+        return True
+    ql, qr = quantity_of(left), quantity_of(right)
+    if ql is None or qr is None:
+        return False
+    return numbers_equal(ql, qr)
+
+
+def compare(left: object, right: object) -> int | None:
+    """-1, 0 or 1 comparing two values as numbers (or dates); None when either is not a number."""
+    ql, qr = quantity_of(left), quantity_of(right)
+    if ql is None or qr is None:
+        return None
+    pair = aligned_numbers(ql, qr)
+    if pair is None:
+        return None
+    a, b = pair
+    return (a > b) - (a < b)
