@@ -1,0 +1,1 @@
+"""Benchmarks: one module per benchmark (data loading, runner, metrics, result file)."""

@@ -1,0 +1,261 @@
+"""TabFact: load the public release's layout, run a verifier, score accuracy; train the ranker."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tabverify.errors import DatasetError, TabverifyError
+from tabverify.program.ranker import Group, Ranker, make_group
+from tabverify.program.search import search
+from tabverify.table import Table, read_tabfact_csv
+from tabverify.text.linking import link
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test", "simple_test", "complex_test", "small_test")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One statement of the benchmark."""
+
+    table_id: str
+    statement: str
+    label: int  # 1 = ENTAILED, 0 = REFUTED
+    caption: str
+
+
+def _read_json(path: Path) -> object:
+    if not path.exists():
+        raise DatasetError(f"{path} is missing; --data must be a folder in the TabFact release layout "
+                           "(data/all_csv, data/*_id.json, tokenized_data/<split>_examples.json)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+
+
+def load_examples(data_dir: str | Path, split: str) -> list[Example]:
+    """The statements of a split, in file order.
+
+    ``simple_test``/``complex_test``/``small_test`` are the test statements of the tables listed
+    in ``data/<name>_id.json``; ``val``/``train``/``test`` read ``tokenized_data/<split>_examples.json``.
+    """
+    root = Path(data_dir)
+    if split not in SPLITS:
+        raise DatasetError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    source = split if split in ("train", "val", "test") else "test"
+    examples_file = root / "tokenized_data" / f"{source}_examples.json"
+    examples = _read_json(examples_file)
+    if not isinstance(examples, dict):
+        raise DatasetError(f"{examples_file}: expected an object {{table_id: [statements, labels, caption]}}")
+    keep: set[str] | None = None
+    if split != source:
+        keep = set(_read_json(root / "data" / f"{split}_id.json"))  # type: ignore[arg-type]
+    out = []
+    for table_id, entry in examples.items():
+        if keep is not None and table_id not in keep:
+            continue
+        statements, labels, caption = entry[0], entry[1], entry[2]
+        out.extend(Example(table_id, s, int(lab), caption) for s, lab in zip(statements, labels, strict=True))
+    return out
+
+
+def channel_table_ids(data_dir: str | Path, channel: str) -> set[str]:
+    """Tables of the simple (r1) or complex (r2) collection channel."""
+    return set(_read_json(Path(data_dir) / "data" / f"{channel}_ids.json"))  # type: ignore[arg-type]
+
+
+class TableCache:
+    """Reads each table file once."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.root = Path(data_dir) / "data" / "all_csv"
+        self._tables: dict[str, Table] = {}
+
+    def get(self, table_id: str, caption: str = "") -> Table:
+        """The table with that id (file name in data/all_csv)."""
+        if table_id not in self._tables:
+            if len(self._tables) > 256:
+                self._tables.clear()
+            self._tables[table_id] = read_tabfact_csv(self.root / table_id, caption=caption)
+        return self._tables[table_id]
+
+
+# ---- running the benchmark ------------------------------------------------------------------------
+
+_WORKER: dict[str, object] = {}
+
+
+def _init_worker(data_dir: str, ranker_path: str | None) -> None:
+    from tabverify.verify import TableVerifier
+
+    _WORKER["cache"] = TableCache(data_dir)
+    _WORKER["verifier"] = TableVerifier(ranker_path)
+
+
+def _predict(example: Example) -> dict[str, object]:
+    cache: TableCache = _WORKER["cache"]  # type: ignore[assignment]
+    verifier = _WORKER["verifier"]
+    started = time.perf_counter()
+    record: dict[str, object] = {"table": example.table_id, "statement": example.statement, "label": example.label}
+    try:
+        table = cache.get(example.table_id, example.caption)
+        verdict = verifier.verify(table, example.statement)  # type: ignore[attr-defined]
+        record.update(predicted=int(verdict.entailed), program=verdict.program, confidence=round(verdict.confidence, 4))
+    except Exception as exc:  # noqa: BLE001 - one broken statement must never stop a benchmark run
+        record.update(predicted=None, program="", error=f"{type(exc).__name__}: {exc}")
+    record["seconds"] = round(time.perf_counter() - started, 5)
+    return record
+
+
+def run_benchmark(
+    data_dir: str | Path,
+    split: str,
+    limit: int | None = None,
+    jobs: int = 1,
+    ranker_path: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, object]:
+    """Verify every statement of a split and score it. Failures count as wrong and are logged."""
+    examples = load_examples(data_dir, split)
+    if limit is not None:
+        examples = examples[:limit]
+    if not examples:
+        raise DatasetError(f"split {split!r} in {data_dir} has no statements")
+    predictions: list[dict[str, object]] = []
+    started = time.perf_counter()
+    if jobs <= 1:
+        _init_worker(str(data_dir), ranker_path)
+        iterator: Iterator[dict[str, object]] = map(_predict, examples)
+        for record in iterator:
+            predictions.append(record)
+            if progress:
+                progress(len(predictions), len(examples))
+    else:
+        with multiprocessing.get_context("fork").Pool(jobs, _init_worker, (str(data_dir), ranker_path)) as pool:
+            for record in pool.imap(_predict, examples, chunksize=16):
+                predictions.append(record)
+                if progress:
+                    progress(len(predictions), len(examples))
+    elapsed = time.perf_counter() - started
+    for record in predictions:
+        if "error" in record:
+            log.warning("statement failed (counted wrong): %s | %s", record["statement"], record["error"])
+    metrics = score(predictions)
+    if split == "val":
+        for channel in ("simple", "complex"):
+            ids = channel_table_ids(data_dir, channel)
+            subset = [p for p in predictions if p["table"] in ids]
+            if subset:
+                metrics[f"accuracy_{channel}"] = score(subset)["accuracy"]
+                metrics[f"n_{channel}"] = len(subset)
+    seconds = sorted(float(p["seconds"]) for p in predictions)  # type: ignore[arg-type]
+    metrics["median_ms"] = round(1000 * float(np.median(seconds)), 2)
+    metrics["p95_ms"] = round(1000 * seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))], 2)
+    metrics["wall_seconds"] = round(elapsed, 1)
+    metrics["failures"] = sum(1 for p in predictions if "error" in p)
+    return {"benchmark": "tabfact", "split": split, "n": len(predictions), "metrics": metrics,
+            "predictions": predictions}
+
+
+def score(predictions: list[dict[str, object]]) -> dict[str, float]:
+    """Accuracy; a prediction of None (an internal failure) is wrong."""
+    correct = sum(1 for p in predictions if p.get("predicted") is not None and p["predicted"] == p["label"])
+    return {"accuracy": round(correct / len(predictions), 4) if predictions else 0.0}
+
+
+# ---- training ----------------------------------------------------------------------------------------
+
+_TRAIN: dict[str, object] = {}
+
+
+def _ranker_groups(args: tuple[str, str, list[tuple[str, int]], str]) -> list[Group]:
+    data_dir, table_id, statements, caption = args
+    try:
+        table = read_tabfact_csv(Path(data_dir) / "data" / "all_csv" / table_id, caption=caption)
+    except TabverifyError:
+        return []
+    groups = []
+    for statement, label in statements:
+        linking = link(statement, table)
+        groups.append(make_group(linking, search(table, linking), table, bool(label)))
+    return groups
+
+
+def _verdict_rows(args: tuple[str, str, list[tuple[str, int]], str]) -> list[tuple[dict[str, float], int]]:
+    from tabverify.verify import TableVerifier
+
+    data_dir, table_id, statements, caption = args
+    try:
+        table = read_tabfact_csv(Path(data_dir) / "data" / "all_csv" / table_id, caption=caption)
+    except TabverifyError:
+        return []
+    verifier: TableVerifier = _TRAIN["verifier"]  # type: ignore[assignment]
+    return [(verifier.features(table, statement), label) for statement, label in statements]
+
+
+def _map(function, work: list, jobs: int, stage: str, progress) -> list:
+    results = []
+    if jobs <= 1:
+        for i, item in enumerate(work):
+            results.append(function(item))
+            if progress:
+                progress(stage, i + 1, len(work))
+    else:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for i, result in enumerate(pool.imap(function, work, chunksize=8)):
+                results.append(result)
+                if progress:
+                    progress(stage, i + 1, len(work))
+    return results
+
+
+def train_models(
+    data_dir: str | Path,
+    ranker_tables: int = 3000,
+    verdict_tables: int = 6000,
+    jobs: int = 1,
+    seed: int = 0,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[Ranker, object]:
+    """Train the ranker (weak supervision) and then the verdict model, on disjoint train tables.
+
+    Train tables are shuffled with ``seed``; the first ``ranker_tables`` train the ranker, the
+    next ``verdict_tables`` the verdict model (so the ranker's vote is not judged on its own
+    training data). Only the train split is read.
+    """
+    from tabverify.verify import TableVerifier
+    from tabverify.verify.decision import VerdictModel
+
+    examples = load_examples(data_dir, "train")
+    by_table: dict[str, list[tuple[str, int]]] = {}
+    captions: dict[str, str] = {}
+    for example in examples:
+        by_table.setdefault(example.table_id, []).append((example.statement, example.label))
+        captions[example.table_id] = example.caption
+    table_ids = sorted(by_table)
+    np.random.default_rng(seed).shuffle(table_ids)
+    ranker_ids = table_ids[:ranker_tables]
+    verdict_ids = table_ids[ranker_tables : ranker_tables + verdict_tables]
+
+    def work(ids: list[str]) -> list[tuple[str, str, list[tuple[str, int]], str]]:
+        return [(str(data_dir), t, by_table[t], captions[t]) for t in ids]
+
+    groups = [g for result in _map(_ranker_groups, work(ranker_ids), jobs, "ranker: search", progress) for g in result]
+    ranker = Ranker(seed=seed).fit(
+        groups, lambda e, s, n: progress and s % 2000 == 0 and progress(f"ranker: epoch {e + 1}", s, n)
+    )
+    _TRAIN["verifier"] = TableVerifier(ranker=ranker, model=VerdictModel())
+    rows = [r for result in _map(_verdict_rows, work(verdict_ids), jobs, "verdict: features", progress) for r in result]
+    model = VerdictModel().fit([r for r, _ in rows], [label for _, label in rows],
+                               lambda s, n: progress and progress("verdict: fit", s, n))
+    return ranker, model

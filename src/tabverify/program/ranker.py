@@ -1,0 +1,216 @@
+"""The program ranker: a log-linear model over (statement, program) features, trained with weak
+supervision (programs whose result equals the statement's label are weak positives).
+
+Training maximises the marginal likelihood of the weak positives among each statement's
+candidates (listwise), which spreads credit over consistent programs instead of trusting any
+single spurious one. Features are hashed, so the model is a single small weight vector.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from tabverify.errors import ModelError
+from tabverify.program.search import Candidate
+from tabverify.program.tree import AllRows, Call, Header, Literal, Node
+from tabverify.table import Table
+from tabverify.program.triggers import TRIGGER_WORDS
+from tabverify.text.linking import STOP_WORDS, Linking
+
+N_FEATURES = 1 << 18
+WEIGHTS_FILE = "ranker_weights.npz"
+
+
+def _template(node: Node) -> str:
+    if isinstance(node, Call):
+        return f"{node.func}{{{';'.join(_template(a) for a in node.args)}}}"
+    if isinstance(node, Header):
+        return "H"
+    if isinstance(node, AllRows):
+        return "all"
+    return "V"
+
+
+def _skeleton(node: Node, depth: int = 2) -> str:
+    if isinstance(node, Call):
+        if depth == 0:
+            return node.func
+        return f"{node.func}({','.join(_skeleton(a, depth - 1) for a in node.args if isinstance(a, Call))})"
+    return ""
+
+
+CUE_WORDS = TRIGGER_WORDS | STOP_WORDS | frozenset(
+    "while but same different exact exactly approximately about around least most as per".split()
+)
+
+
+def features(linking: Linking, candidate: Candidate, table: Table) -> list[str]:
+    """The feature strings of one (statement, program) pair."""
+    program = candidate.program
+    funcs = program.functions
+    fset = sorted(set(funcs))
+    # only cue words (triggers and function words) are crossed with the program, so the model
+    # learns how statements are phrased, not which entities appeared in training tables
+    cue_words = sorted({t.stem for t in linking.tokens if t.stem in CUE_WORDS})
+    out = [f"t:{_template(program)}", f"sk:{_skeleton(program)}", f"top:{program.func}", f"size:{min(program.size, 8)}"]
+    out += [f"f:{f}" for f in fset]
+    out += [f"w:{w}|f:{f}" for w in cue_words for f in fset]
+    out += [f"w:{w}|top:{program.func}" for w in cue_words]
+    out += [f"w:{w}|sk:{_skeleton(program, 1)}" for w in cue_words]
+    # entity coverage
+    entities = {link.span for link in linking.cells} | {link.span for link in linking.numbers}
+    unused = len(entities - candidate.used)
+    out.append(f"unused:{min(unused, 4)}")
+    out.append(f"used:{min(len(candidate.used), 4)}")
+    out.append(f"unused:{min(unused, 4)}|top:{program.func}")
+    numbers_unused = len({link.span for link in linking.numbers} - candidate.used)
+    out.append(f"num_unused:{min(numbers_unused, 3)}")
+    # do the columns the program reads match the columns the statement names?
+    named = {table.header[link.column] for link in linking.headers if link.column is not None}
+    cell_columns = {table.header[link.column] for link in linking.cells if link.column is not None}
+    for header in dict.fromkeys(program.headers):
+        out.append("col:named" if header in named else "col:unnamed")
+        out.append("col:celllinked" if header in cell_columns else "col:notcelllinked")
+    # partial vs whole-cell literals
+    literal_texts = set(program.literals)
+    for link in linking.cells:
+        if link.literal in literal_texts:
+            out.append("lit:exact" if link.exact else "lit:partial")
+            out.append(f"lit:ncols{min(len({lk.column for lk in linking.cells if lk.span == link.span}), 3)}")
+    for node in program.walk():
+        if isinstance(node, Call) and node.func == "hop":
+            out.append(f"hop_named:{table.header[table.column_index(node.args[1].name) or 0] in named}")  # type: ignore[union-attr]
+        if isinstance(node, Literal) and node.text[:1].isdigit():
+            out.append(f"numlit|top:{program.func}")
+    return out
+
+
+def hash_features(names: Sequence[str]) -> np.ndarray:
+    """Stable hashing of feature strings into indices (crc32, not Python's salted hash)."""
+    return np.fromiter((zlib.crc32(n.encode()) % N_FEATURES for n in names), dtype=np.int64, count=len(names))
+
+
+@dataclass
+class Group:
+    """The candidates of one training statement: hashed features, results, and the gold label."""
+
+    indices: np.ndarray  # concatenated feature indices
+    offsets: np.ndarray  # start of each candidate in indices (len = n_candidates + 1)
+    results: np.ndarray  # bool per candidate
+    label: bool
+
+
+def make_group(linking: Linking, candidates: Sequence[Candidate], table: Table, label: bool) -> Group:
+    """Featurize a statement's candidates for training."""
+    hashed = [hash_features(features(linking, c, table)) for c in candidates]
+    offsets = np.zeros(len(hashed) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(h) for h in hashed])
+    indices = np.concatenate(hashed) if hashed else np.zeros(0, dtype=np.int64)
+    return Group(indices, offsets, np.array([c.value for c in candidates], dtype=bool), label)
+
+
+class Ranker:
+    """Scores candidate programs for a statement; higher is more likely the intended reading.
+
+    Hyper-parameters are set in ``__init__``; ``fit`` learns from weakly labelled groups;
+    ``score`` ranks new candidates.
+    """
+
+    def __init__(self, epochs: int = 4, learning_rate: float = 0.2, l2: float = 1e-6, seed: int = 0) -> None:
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.l2 = l2
+        self.seed = seed
+        self.weights = np.zeros(N_FEATURES, dtype=np.float64)
+        self.no_candidate_label = False
+
+    def _scores(self, group: Group) -> np.ndarray:
+        if len(group.indices) == 0:
+            return np.zeros(len(group.offsets) - 1)
+        sums = np.add.reduceat(self.weights[group.indices], group.offsets[:-1])
+        empty = group.offsets[:-1] == group.offsets[1:]
+        sums[empty] = 0.0
+        return sums
+
+    def fit(self, groups: Sequence[Group], progress=None) -> Ranker:
+        """Learn weights by maximising the likelihood of the weak positives (Adagrad)."""
+        rng = np.random.default_rng(self.seed)
+        usable = [g for g in groups if len(g.results) and g.results.any() != g.results.all()
+                  and (g.results == g.label).any()]
+        no_candidates = [g.label for g in groups if len(g.results) == 0]
+        self.no_candidate_label = bool(np.mean(no_candidates) > 0.5) if no_candidates else False
+        accumulator = np.full(N_FEATURES, 1e-8)
+        for epoch in range(self.epochs):
+            order = rng.permutation(len(usable))
+            for step, k in enumerate(order):
+                group = usable[k]
+                scores = self._scores(group)
+                scores -= scores.max()
+                p = np.exp(scores)
+                p /= p.sum()
+                positive = group.results == group.label
+                q = np.where(positive, p, 0.0)
+                q /= q.sum()
+                coefficient = p - q  # gradient of -log sum_{positive} p wrt each candidate's score
+                lengths = np.diff(group.offsets)
+                grad = np.zeros(0)
+                idx = group.indices
+                grad = np.repeat(coefficient, lengths)
+                np.add.at(accumulator, idx, grad * grad)
+                update = np.zeros_like(grad)
+                update = self.learning_rate * grad / np.sqrt(accumulator[idx])
+                np.subtract.at(self.weights, idx, update)
+                if self.l2 and step % 1000 == 0:
+                    self.weights *= 1 - self.l2 * 1000
+                if progress is not None:
+                    progress(epoch, step, len(usable))
+        return self
+
+    def score(self, linking: Linking, candidates: Sequence[Candidate], table: Table) -> np.ndarray:
+        """One score per candidate (higher is better)."""
+        if not candidates:
+            return np.zeros(0)
+        return self._scores(make_group(linking, candidates, table, False))
+
+    def save(self, path: str | Path) -> None:
+        """Write the non-zero weights to a compressed .npz file (small enough to ship)."""
+        nonzero = np.flatnonzero(np.abs(self.weights) > 1e-4)
+        np.savez_compressed(
+            path,
+            indices=nonzero.astype(np.int32),
+            values=self.weights[nonzero].astype(np.float16),
+            no_candidate_label=np.array([self.no_candidate_label]),
+            n_features=np.array([N_FEATURES]),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Ranker:
+        """Load weights from ``path``, or the ones shipped with the package.
+
+        Raises:
+            ModelError: the file is missing or not a ranker file.
+        """
+        ranker = cls()
+        try:
+            if path is None:
+                with resources.files("tabverify.program").joinpath(WEIGHTS_FILE).open("rb") as handle:
+                    data = np.load(handle)
+                    data = {k: data[k] for k in data.files}
+            else:
+                with np.load(path) as loaded:
+                    data = {k: loaded[k] for k in loaded.files}
+        except (OSError, ValueError, KeyError) as exc:
+            where = path or f"the package's {WEIGHTS_FILE}"
+            raise ModelError(f"cannot load ranker weights from {where}: {exc}; "
+                             "train them with `tabverify ranker train --data DIR`") from exc
+        if int(data["n_features"][0]) != N_FEATURES:
+            raise ModelError(f"ranker file {path} was trained with a different feature size")
+        ranker.weights[data["indices"]] = data["values"].astype(np.float64)
+        ranker.no_candidate_label = bool(data["no_candidate_label"][0])
+        return ranker

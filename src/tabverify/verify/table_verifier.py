@@ -1,0 +1,95 @@
+"""Verify a statement against one table: link, search programs, rank them, run the best."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tabverify.errors import TabverifyError
+from tabverify.program.execute import execute
+from tabverify.program.ranker import Ranker
+from tabverify.program.search import Candidate, SearchLimits, search
+from tabverify.table import Table
+from tabverify.text.linking import Linking, link
+from tabverify.verify.decision import VerdictModel, statement_features
+from tabverify.verify.verdict import Label, Verdict
+
+
+class TableVerifier:
+    """Program-based verifier in the spirit of LPA (TabFact).
+
+    Args:
+        ranker: a trained :class:`Ranker`, or None for the one shipped with the package.
+        limits: search bounds.
+        alternatives: how many runner-up programs to report with each verdict.
+    """
+
+    def __init__(self, ranker: Ranker | str | Path | None = None, model: VerdictModel | str | Path | None = None,
+                 limits: SearchLimits | None = None, alternatives: int = 3) -> None:
+        if ranker is None or isinstance(ranker, (str, Path)):
+            ranker = Ranker.load(ranker)
+        if model is None or isinstance(model, (str, Path)):
+            model = VerdictModel.load(model)
+        self.ranker = ranker
+        self.model = model
+        self.limits = limits or SearchLimits()
+        self.alternatives = alternatives
+
+    def candidates(self, table: Table, statement: str) -> tuple[Linking, list[Candidate], np.ndarray]:
+        """The statement's links and all candidate programs with their probabilities (best first)."""
+        linking = link(statement, table)
+        found = search(table, linking, self.limits)
+        if not found:
+            return linking, [], np.zeros(0)
+        scores = self.ranker.score(linking, found, table)
+        order = np.argsort(-scores, kind="stable")
+        scores = scores[order] - scores.max()
+        probabilities = np.exp(scores) / np.exp(scores).sum()
+        return linking, [found[i] for i in order], probabilities
+
+    def features(self, table: Table, statement: str) -> dict[str, float]:
+        """The verdict model's features for a statement (used for training)."""
+        linking, ranked, probabilities = self.candidates(table, statement)
+        return statement_features(table, linking, ranked, probabilities)
+
+    def verify(self, table: Table, statement: str) -> Verdict:
+        """Decide ENTAILED or REFUTED, with the best program as evidence."""
+        if not statement or not statement.strip():
+            raise TabverifyError("the statement is empty; give a sentence to check against the table")
+        linking, ranked, probabilities = self.candidates(table, statement)
+        p_entailed = self.model.probability(statement_features(table, linking, ranked, probabilities))
+        wanted = p_entailed >= 0.5
+        if not ranked:
+            label = Label.ENTAILED if wanted else Label.REFUTED
+            return Verdict(statement, label, "", "", max(p_entailed, 1 - p_entailed))
+        # the evidence is the best-ranked program that supports the decision; when no program
+        # does, the best program decides (a verdict is never left without a supporting program)
+        supporting = [i for i, c in enumerate(ranked) if c.value == wanted]
+        chosen = supporting[0] if supporting else 0
+        best = ranked[chosen]
+        execution = execute(best.program, table)
+        entailed = execution.value is True
+        confidence = p_entailed if entailed else 1 - p_entailed
+        others = [i for i in range(len(ranked)) if i != chosen][: self.alternatives]
+        alternatives = tuple((str(ranked[i].program), str(ranked[i].value), float(probabilities[i])) for i in others)
+        return Verdict(
+            statement,
+            Label.ENTAILED if entailed else Label.REFUTED,
+            str(best.program),
+            execution.display,
+            max(0.5, min(1.0, confidence)) if supporting else 0.5,
+            tuple(sorted(execution.evidence, key=lambda r: (r.row, r.column))),
+            alternatives,
+        )
+
+
+_DEFAULT: TableVerifier | None = None
+
+
+def verify(table: Table, statement: str) -> Verdict:
+    """Verify a statement against a table with the default verifier (shipped ranker)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = TableVerifier()
+    return _DEFAULT.verify(table, statement)
