@@ -259,3 +259,69 @@ def train_models(
     model = VerdictModel().fit([r for r, _ in rows], [label for _, label in rows],
                                lambda s, n: progress and progress("verdict: fit", s, n))
     return ranker, model
+
+
+# ---- checks against the human-written programs ------------------------------------------------------
+
+
+def _bootstrap(data_dir: str | Path) -> list[tuple[str, str, str]]:
+    """(table_id, statement, program) for every human-written program of the release."""
+    data = _read_json(Path(data_dir) / "bootstrap" / "bootstrap.json")
+    return [(table_id, entry[0], entry[4]) for table_id, entries in data.items() for entry in entries]  # type: ignore[union-attr]
+
+
+def bootstrap_execution(data_dir: str | Path) -> dict[str, object]:
+    """Execute every human program on its table; how many return True, and why the rest fail.
+
+    Failures are grouped by cause: the program returned False, or raised (syntax, type or
+    execution error, with the error class)."""
+    from tabverify.program import execute
+
+    cache = TableCache(data_dir)
+    causes: dict[str, list[dict[str, str]]] = {}
+    ok = 0
+    items = _bootstrap(data_dir)
+    for table_id, statement, program in items:
+        try:
+            value = execute(program, cache.get(table_id)).value
+            if value is True:
+                ok += 1
+                continue
+            cause, detail = "returned False", ""
+        except TabverifyError as exc:
+            cause, detail = type(exc).__name__, str(exc).splitlines()[0]
+        causes.setdefault(cause, []).append({"table": table_id, "statement": statement, "program": program,
+                                             "detail": detail})
+    return {"n": len(items), "true": ok, "rate": round(ok / len(items), 4),
+            "failures": {cause: entries for cause, entries in sorted(causes.items())}}
+
+
+def _signature(program_text: str, table: Table) -> tuple[tuple[str, ...], frozenset[int]] | None:
+    from tabverify.program import parse_program
+    from tabverify.program.execute import resolve_header
+
+    try:
+        program = parse_program(program_text)
+        columns = frozenset(resolve_header(table, h) for h in program.headers)
+    except TabverifyError:
+        return None
+    return tuple(sorted(program.functions)), columns
+
+
+def search_recall(data_dir: str | Path) -> dict[str, float | int]:
+    """Share of human-annotated statements whose candidate set holds a program with the same
+    functions (as a multiset) and the same columns as the human program."""
+    cache = TableCache(data_dir)
+    hits = total = 0
+    for table_id, statement, program in _bootstrap(data_dir):
+        table = cache.get(table_id)
+        wanted = _signature(program, table)
+        if wanted is None:
+            continue
+        total += 1
+        linking = link(statement, table)
+        for candidate in search(table, linking):
+            if _signature(str(candidate.program), table) == wanted:
+                hits += 1
+                break
+    return {"n": total, "hits": hits, "recall": round(hits / total, 4) if total else 0.0}

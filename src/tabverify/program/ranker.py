@@ -128,7 +128,6 @@ class Ranker:
         self.l2 = l2
         self.seed = seed
         self.weights = np.zeros(N_FEATURES, dtype=np.float64)
-        self.no_candidate_label = False
 
     def _scores(self, group: Group) -> np.ndarray:
         if len(group.indices) == 0:
@@ -143,8 +142,6 @@ class Ranker:
         rng = np.random.default_rng(self.seed)
         usable = [g for g in groups if len(g.results) and g.results.any() != g.results.all()
                   and (g.results == g.label).any()]
-        no_candidates = [g.label for g in groups if len(g.results) == 0]
-        self.no_candidate_label = bool(np.mean(no_candidates) > 0.5) if no_candidates else False
         accumulator = np.full(N_FEATURES, 1e-8)
         for epoch in range(self.epochs):
             order = rng.permutation(len(usable))
@@ -159,11 +156,9 @@ class Ranker:
                 q /= q.sum()
                 coefficient = p - q  # gradient of -log sum_{positive} p wrt each candidate's score
                 lengths = np.diff(group.offsets)
-                grad = np.zeros(0)
                 idx = group.indices
                 grad = np.repeat(coefficient, lengths)
                 np.add.at(accumulator, idx, grad * grad)
-                update = np.zeros_like(grad)
                 update = self.learning_rate * grad / np.sqrt(accumulator[idx])
                 np.subtract.at(self.weights, idx, update)
                 if self.l2 and step % 1000 == 0:
@@ -185,7 +180,6 @@ class Ranker:
             path,
             indices=nonzero.astype(np.int32),
             values=self.weights[nonzero].astype(np.float16),
-            no_candidate_label=np.array([self.no_candidate_label]),
             n_features=np.array([N_FEATURES]),
         )
 
@@ -199,7 +193,7 @@ class Ranker:
         ranker = cls()
         try:
             if path is None:
-                with resources.files("tabverify.program").joinpath(WEIGHTS_FILE).open("rb") as handle:
+                with resources.files("tabverify").joinpath("models", WEIGHTS_FILE).open("rb") as handle:
                     data = np.load(handle)
                     data = {k: data[k] for k in data.files}
             else:
@@ -208,9 +202,8 @@ class Ranker:
         except (OSError, ValueError, KeyError) as exc:
             where = path or f"the package's {WEIGHTS_FILE}"
             raise ModelError(f"cannot load ranker weights from {where}: {exc}; "
-                             "train them with `tabverify ranker train --data DIR`") from exc
+                             "train them with `tabverify train tabfact --data DIR`") from exc
         if int(data["n_features"][0]) != N_FEATURES:
             raise ModelError(f"ranker file {path} was trained with a different feature size")
         ranker.weights[data["indices"]] = data["values"].astype(np.float64)
-        ranker.no_candidate_label = bool(data["no_candidate_label"][0])
         return ranker

@@ -51,7 +51,7 @@ class SearchLimits:
 class _State:
     table: Table
     ctx: Context
-    views: dict[tuple[int, ...], _Item] = field(default_factory=dict)
+    views: dict[tuple[tuple[int, ...], str], _Item] = field(default_factory=dict)
     view_list: list[_Item] = field(default_factory=list)
     candidates: dict[str, Candidate] = field(default_factory=dict)
 
@@ -84,7 +84,9 @@ def _lit(link: Link) -> _Item:
 def _add_view(state: _State, item: _Item | None, limits: SearchLimits, keep_empty: bool = False) -> _Item | None:
     if item is None or (not item.value and not keep_empty):
         return None
-    key = item.value
+    # views are memoised by the rows they select and the function that selected them: a filter
+    # and a superlative that land on the same row are different readings, two filters are not
+    key = (item.value, item.node.func if isinstance(item.node, Call) else "all_rows")
     if key in state.views or len(state.view_list) >= limits.max_views:
         return state.views.get(key) if key in state.views else None
     state.views[key] = item
@@ -139,6 +141,17 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             empty_views.append(item)
         if negation:
             _add_view(state, _call(state, "filter_not_eq", (all_rows, Header(headers[link.column]), _lit(link))), limits)
+    # numbers and dates that name no whole cell still select rows of a number or date column
+    # ("may 13 , 1998" for the cell "13 may 1998")
+    for number in numbers:
+        if number.span in cell_spans:
+            continue
+        for c in numeric:
+            item = _call(state, "filter_eq", (all_rows, Header(headers[c]), _lit(number)))
+            if item is not None and item.value and len(item.value) < max(2, len(all_rows.value)):  # type: ignore[arg-type]
+                view = _add_view(state, item, limits)
+                if view is not None:
+                    first_level.append(view)
     if "compare" in families:
         for number in numbers:
             if not number.literal[:1].isdigit():
@@ -225,7 +238,17 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
                 _add_candidate(state, _call(state, "greater", (count, _lit(number))), limits)
                 _add_candidate(state, _call(state, "less", (count, _lit(number))), limits)
         if view is not all_rows and "only" in families:
-            _add_candidate(state, _call(state, "only", (view,)), limits)
+            only = _call(state, "only", (view,))
+            _add_candidate(state, only, limits)
+            # "X is the only one with Y": only{V} and eq{hop{V; column of X}; X}
+            if only is not None and view.node.func.startswith("filter"):  # type: ignore[union-attr]
+                for link in cell_links:
+                    if link.span in view.used:
+                        continue
+                    hop = _call(state, "hop", (view, Header(headers[link.column])))
+                    eq = _call(state, "eq", (hop, _lit(link))) if hop is not None else None
+                    if eq is not None:
+                        _add_candidate(state, _call(state, "and", (only, eq)), limits)
         if len(view.value) > 1:  # type: ignore[arg-type]
             for func, family in (("avg", "avg"), ("sum", "sum"), ("max", "superlative"), ("min", "superlative")):
                 if family not in families:

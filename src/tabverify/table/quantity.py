@@ -40,6 +40,7 @@ _DURATION_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d{2}(?:\.\d+)?)$|^(\d+):(\d{
 _TIME_OF_DAY_RE = re.compile(r"^(\d{1,2}):(\d{2})\s*(am|pm|a\.m\.|p\.m\.)?(?:\s*\(.*\))?$")
 _ISO_DATE_RE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 _YEAR_RE = re.compile(r"^(1[5-9]\d\d|20\d\d)$")
+_PREFIX_WORDS = {"about", "approx", "approx.", "ca", "ca.", "c.", "~", "over", "under", "us$", "usd", "eur", "gbp"}
 _WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 
@@ -166,8 +167,10 @@ def parse_quantity(text: str) -> Quantity | None:
     if m is None:
         return None
     # text before the number must be short ("$", "us$", "approx"), else this is a phrase, not a number
+    # text before the number may only be a currency, "about", or a one/two-letter mark such as
+    # the w/l of a result ("w 27 - 0"); otherwise this is a name with a number ("ohio 1")
     prefix = t[: m.start()].strip()
-    if len(prefix) > 4 and not prefix.endswith(("$", "€", "£", "¥")):
+    if prefix and not (len(prefix) <= 2 or prefix.endswith(("$", "€", "£", "¥")) or prefix in _PREFIX_WORDS):
         return None
     value, decimals = _to_float(m.group(1))
     rest = t[m.end() :].strip()

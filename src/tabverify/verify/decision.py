@@ -166,7 +166,7 @@ class VerdictModel:
         model = cls()
         try:
             if path is None:
-                with resources.files("tabverify.verify").joinpath(MODEL_FILE).open("rb") as handle, np.load(handle) as data:
+                with resources.files("tabverify").joinpath("models", MODEL_FILE).open("rb") as handle, np.load(handle) as data:
                     weights, vocabulary = data["weights"], data["vocabulary"]
             else:
                 with np.load(path) as data:

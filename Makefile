@@ -1,0 +1,46 @@
+# The two commands of the README, `make demo` and `make test`, set everything up from nothing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DATA ?= ../shared/datasets/tabfact
+JOBS ?= 2
+EXAMPLE := src/tabverify/examples/league.csv
+
+.PHONY: demo test bench lint format train clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/tabverify check $(EXAMPLE) \
+		"the hawks were beaten by nobody : both games against hartford hawks were won" \
+		"the largest attendance was in week 4 against dayton rivers"
+	$(VENV)/bin/tabverify check $(EXAMPLE) "there were 4 games against the dayton rivers" || [ $$? -eq 1 ]
+	$(VENV)/bin/tabverify program run $(EXAMPLE) "eq{count{filter_eq{all_rows; opponent; dayton rivers}}; 2}"
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed
+	mkdir -p results
+	$(VENV)/bin/tabverify bench tabfact --data $(DATA) --split val --jobs $(JOBS) --out results/tabfact-val.json
+	$(PY) scripts/bench_speed.py --data $(DATA) --limit 2000
+	$(PY) scripts/bench_recall.py --data $(DATA)
+	$(PY) scripts/bench_bootstrap.py --data $(DATA)
+
+train: $(VENV)/.installed
+	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests scripts
+	$(VENV)/bin/ruff format --check src tests scripts
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff format src tests scripts
+	$(VENV)/bin/ruff check --fix src tests scripts
+
+clean:
+	rm -rf $(VENV) results build *.egg-info src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,37 @@
+"""Shared fixtures: small tables written to disk by the tests themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tabverify.table import Table, load_table
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+TABFACT = SHARED / "tabfact"
+
+ELECTION_ROWS = [
+    ["district", "incumbent", "party", "first elected", "votes"],
+    ["ohio 1", "john smith", "democratic", "1990", "52,340"],
+    ["ohio 2", "mary jones", "republican", "1986", "61,002"],
+    ["ohio 3", "alan brown", "democratic", "1994", "48,113"],
+    ["ohio 4", "lisa white", "democratic", "1990", "57,870"],
+    ["ohio 5", "tom green", "republican", "2000", "39,455"],
+]
+
+
+@pytest.fixture
+def election_path(tmp_path: Path) -> Path:
+    path = tmp_path / "election.html.csv"
+    path.write_text("\n".join("#".join(row) for row in ELECTION_ROWS) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def election(election_path: Path) -> Table:
+    return load_table(election_path, caption="ohio house elections")
+
+
+def needs_tabfact() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not TABFACT.is_dir(), reason="../shared/datasets/tabfact is not present")

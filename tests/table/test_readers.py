@@ -1,0 +1,69 @@
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tabverify.errors import TableError
+from tabverify.table import Table, from_dataframe, load_table
+
+
+def test_tabfact_csv_reads_header_rows_and_types(election: Table) -> None:
+    assert election.header[:3] == ("district", "incumbent", "party")
+    assert election.n_rows == 5
+    assert election.rows[1][4].value == 61002.0
+    assert election.column_types == ("text", "text", "text", "number", "number")
+    assert election.caption == "ohio house elections"
+
+
+def test_csv_tsv_and_json_readers_agree(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text('name,score\n"smith, john",7\nann,9\n', encoding="utf-8")
+    (tmp_path / "t.tsv").write_text("name\tscore\nsmith, john\t7\nann\t9\n", encoding="utf-8")
+    (tmp_path / "t.json").write_text(json.dumps([{"name": "smith, john", "score": 7}, {"name": "ann", "score": 9}]))
+    tables = [load_table(tmp_path / n) for n in ("t.csv", "t.tsv", "t.json")]
+    for table in tables:
+        assert table.header == ("name", "score")
+        assert [c.text for c in table.column(0)] == ["smith, john", "ann"]
+        assert [c.value for c in table.column(1)] == [7.0, 9.0]
+
+
+def test_dataframe_reader() -> None:
+    frame = pd.DataFrame({"team": ["a", "b"], "points": [3, None]})
+    table = from_dataframe(frame)
+    assert table.header == ("team", "points")
+    assert table.rows[0][1].value == 3.0
+    assert table.rows[1][1].text == ""
+    assert load_table(frame).n_rows == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.csv", b"", "empty"),
+        ("ragged.html.csv", b"a#b\n1#2\n3\n", "line 3 has 1 fields"),
+        ("binary.csv", b"\x00\x01\x02PK\x03", "binary"),
+        ("latin1.csv", "name\ncaf\xe9\n".encode("latin-1"), "not valid UTF-8"),
+        ("table.xlsx", b"x", "unknown table format"),
+        ("bad.json", b"{not json", "invalid JSON"),
+    ],
+)
+def test_bad_files_name_the_file_and_the_problem(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(TableError) as info:
+        load_table(path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TableError, match="no such file"):
+        load_table(tmp_path / "nope.csv")
+
+
+def test_total_rows_are_not_data_rows(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("party,seats\na,3\nb,4\ntotal,7\n", encoding="utf-8")
+    table = load_table(path)
+    assert table.n_rows == 3
+    assert table.data_row_indices == (0, 1)

@@ -1,0 +1,99 @@
+"""The command line, run as a user runs it: a real process, real files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ELECTION_ROWS
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tabverify.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_check_exit_code_0_when_entailed(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones be first elected in 1986")
+    assert result.returncode == 0, result.stderr
+    assert "ENTAILED" in result.stdout
+    assert "program:" in result.stdout
+
+
+def test_check_exit_code_1_when_any_refuted_and_json(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones be first elected in 1986",
+                 "mary jones be first elected in 1994", "--json")
+    assert result.returncode == 1, result.stderr
+    verdicts = json.loads(result.stdout)["verdicts"]
+    assert [v["label"] for v in verdicts] == ["ENTAILED", "REFUTED"]
+    assert all(v["program"] for v in verdicts)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\x01binary", b"a#b\n1\n"])
+def test_check_exit_code_2_on_bad_table(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "bad.html.csv"
+    path.write_bytes(content)
+    result = run("check", str(path), "anything")
+    assert result.returncode == 2
+    assert "error" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_missing_file_and_missing_statement(tmp_path: Path, election_path: Path) -> None:
+    assert run("check", str(tmp_path / "none.csv"), "x").returncode == 2
+    assert run("check", str(election_path)).returncode == 2
+
+
+def test_program_run_prints_value_on_last_line(election_path: Path) -> None:
+    result = run("program", "run", str(election_path), "eq{count{filter_eq{all_rows; party; democratic}}; 3}=True")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "True"
+    value = run("program", "run", str(election_path), "hop{argmax{all_rows; votes}; incumbent}")
+    assert value.stdout.strip().splitlines()[-1] == "mary jones"
+
+
+def test_program_run_bad_program_exits_2(election_path: Path) -> None:
+    result = run("program", "run", str(election_path), "eq{count{all_rows}; 3")
+    assert result.returncode == 2
+    assert "missing '}'" in result.stderr
+
+
+def test_help_has_examples() -> None:
+    for command in (["check"], ["program", "run"], ["bench", "tabfact"], ["train", "tabfact"]):
+        result = run(*command, "--help")
+        assert result.returncode == 0
+        assert "Example" in result.stdout
+
+
+def _release(tmp_path: Path) -> Path:
+    """A tiny folder in the TabFact release layout."""
+    root = tmp_path / "tabfact"
+    (root / "data" / "all_csv").mkdir(parents=True)
+    (root / "tokenized_data").mkdir()
+    (root / "data" / "all_csv" / "1-1-1.html.csv").write_text("\n".join("#".join(r) for r in ELECTION_ROWS))
+    statements = ["mary jones be first elected in 1986", "there be 3 democratic incumbent", "tom green be a democratic"]
+    examples = {"1-1-1.html.csv": [statements, [1, 1, 0], "ohio elections"]}
+    (root / "tokenized_data" / "val_examples.json").write_text(json.dumps(examples))
+    for name in ("simple_ids", "complex_ids"):
+        (root / "data" / f"{name}.json").write_text(json.dumps(["1-1-1.html.csv"] if name == "simple_ids" else []))
+    return root
+
+
+def test_bench_tabfact_writes_result_file(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    result = run("bench", "tabfact", "--data", str(_release(tmp_path)), "--split", "val", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "tabfact" and data["split"] == "val" and data["n"] == 3
+    assert 0.0 <= data["metrics"]["accuracy"] <= 1.0
+    assert data["metrics"]["n_simple"] == 3
+    assert {"table", "statement", "label", "predicted", "program"} <= set(data["predictions"][0])
+
+
+def test_bench_tabfact_bad_data_dir(tmp_path: Path) -> None:
+    result = run("bench", "tabfact", "--data", str(tmp_path), "--split", "val")
+    assert result.returncode == 2
+    assert "release layout" in result.stderr

@@ -1,0 +1,51 @@
+import pytest
+
+from tabverify.table import Table
+from tabverify.text import Span, link, stem, tokenize
+
+
+def test_span_basics() -> None:
+    span = Span(4, 9)
+    assert span.of("the mary jones") == "mary "
+    assert len(span) == 5
+    assert span.overlaps(Span(8, 12)) and not span.overlaps(Span(9, 12))
+    assert Span(0, 20).contains(span)
+    with pytest.raises(ValueError):
+        Span(5, 2)
+
+
+def test_tokens_keep_offsets() -> None:
+    text = "mary jones won 61,002 votes"
+    for token in tokenize(text):
+        assert token.span.of(text) == token.text
+
+
+@pytest.mark.parametrize(("raw", "lemma"), [("democrats", "democrat"), ("won", "win"), ("was", "be"),
+                                            ("elected", "elect"), ("parties", "party")])
+def test_raw_and_lemmatized_forms_share_a_stem(raw: str, lemma: str) -> None:
+    assert stem(raw) == stem(lemma)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "mary jones of ohio 2 was first elected in 1986",  # raw text
+        "mary jone of ohio 2 be first elect in 1986",  # lemmatized as in the release (sloppy)
+    ],
+)
+def test_link_finds_cells_headers_and_numbers(election: Table, statement: str) -> None:
+    linking = link(statement, election)
+    cells = {(election.header[c.column], c.literal) for c in linking.cells if c.column is not None}
+    assert ("district", "ohio 2") in cells
+    assert ("first elected", "1986") in cells
+    assert any(h.literal == "first elected" for h in linking.headers)
+    assert "1986" in [n.literal for n in linking.numbers]
+    for item in linking.cells + linking.headers + linking.numbers:
+        assert item.span.of(statement) == item.text
+
+
+def test_link_prefers_whole_cells(election: Table) -> None:
+    linking = link("there be 3 democratic incumbent", election)
+    democratic = [c for c in linking.cells if c.literal == "democratic"]
+    assert democratic and democratic[0].exact
+    assert len(democratic[0].cells) == 3
