@@ -13,7 +13,9 @@ from tests.conftest import ELECTION_ROWS
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tabverify.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tabverify.cli", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_exit_code_0_when_entailed(election_path: Path) -> None:
@@ -24,8 +26,13 @@ def test_check_exit_code_0_when_entailed(election_path: Path) -> None:
 
 
 def test_check_exit_code_1_when_any_refuted_and_json(election_path: Path) -> None:
-    result = run("check", str(election_path), "mary jones be first elected in 1986",
-                 "mary jones be first elected in 1994", "--json")
+    result = run(
+        "check",
+        str(election_path),
+        "mary jones be first elected in 1986",
+        "mary jones be first elected in 1994",
+        "--json",
+    )
     assert result.returncode == 1, result.stderr
     verdicts = json.loads(result.stdout)["verdicts"]
     assert [v["label"] for v in verdicts] == ["ENTAILED", "REFUTED"]
@@ -48,7 +55,9 @@ def test_check_missing_file_and_missing_statement(tmp_path: Path, election_path:
 
 
 def test_program_run_prints_value_on_last_line(election_path: Path) -> None:
-    result = run("program", "run", str(election_path), "eq{count{filter_eq{all_rows; party; democratic}}; 3}=True")
+    result = run(
+        "program", "run", str(election_path), "eq{count{filter_eq{all_rows; party; democratic}}; 3}=True"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "True"
     value = run("program", "run", str(election_path), "hop{argmax{all_rows; votes}; incumbent}")
@@ -74,11 +83,17 @@ def _release(tmp_path: Path) -> Path:
     (root / "data" / "all_csv").mkdir(parents=True)
     (root / "tokenized_data").mkdir()
     (root / "data" / "all_csv" / "1-1-1.html.csv").write_text("\n".join("#".join(r) for r in ELECTION_ROWS))
-    statements = ["mary jones be first elected in 1986", "there be 3 democratic incumbent", "tom green be a democratic"]
+    statements = [
+        "mary jones be first elected in 1986",
+        "there be 3 democratic incumbent",
+        "tom green be a democratic",
+    ]
     examples = {"1-1-1.html.csv": [statements, [1, 1, 0], "ohio elections"]}
     (root / "tokenized_data" / "val_examples.json").write_text(json.dumps(examples))
     for name in ("simple_ids", "complex_ids"):
-        (root / "data" / f"{name}.json").write_text(json.dumps(["1-1-1.html.csv"] if name == "simple_ids" else []))
+        (root / "data" / f"{name}.json").write_text(
+            json.dumps(["1-1-1.html.csv"] if name == "simple_ids" else [])
+        )
     return root
 
 

@@ -6,4 +6,14 @@ from tabverify.verify import Label, TableVerifier, Verdict, verify
 
 __version__ = "0.1.0"
 
-__all__ = ["Cell", "Label", "Quantity", "Table", "TableVerifier", "TabverifyError", "Verdict", "load_table", "verify"]
+__all__ = [
+    "Cell",
+    "Label",
+    "Quantity",
+    "Table",
+    "TableVerifier",
+    "TabverifyError",
+    "Verdict",
+    "load_table",
+    "verify",
+]

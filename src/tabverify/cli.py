@@ -21,7 +21,9 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-program_app = typer.Typer(help="Run and inspect table programs in the TabFact brace syntax.", no_args_is_help=True)
+program_app = typer.Typer(
+    help="Run and inspect table programs in the TabFact brace syntax.", no_args_is_help=True
+)
 bench_app = typer.Typer(help="Reproduce benchmark protocols and metrics.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the models that ship with tabverify.", no_args_is_help=True)
 app.add_typer(program_app, name="program")
@@ -48,7 +50,11 @@ def _load(path: Path, caption: str = "") -> Table:
 
 def render_table(table: Table, evidence: set[CellRef], max_rows: int = 40) -> RichTable:
     """The table for the terminal, evidence cells highlighted; long tables keep evidence rows."""
-    view = RichTable(show_lines=False, title=table.caption or table.name or None)
+    view = RichTable(
+        show_lines=False,
+        title=table.caption or table.name or None,
+        caption=None if out.is_terminal else "*cell* = evidence read by the program",
+    )
     view.add_column("#", style="dim", justify="right")
     for header in table.header:
         view.add_column(header)
@@ -58,22 +64,31 @@ def render_table(table: Table, evidence: set[CellRef], max_rows: int = 40) -> Ri
         cells = []
         for c, cell in enumerate(table.rows[r]):
             text = cell.text.replace("[", r"\[")
-            cells.append(f"[bold black on yellow]{text}[/]" if CellRef(r, c) in evidence else text)
+            if CellRef(r, c) in evidence:
+                # colour on a terminal; asterisks when the output is a file or a pipe
+                text = f"[bold black on yellow]{text}[/]" if out.is_terminal else f"*{text}*"
+            cells.append(text)
         view.add_row(str(r + 1), *cells)
     if len(shown) < table.n_rows:
         view.caption = f"{table.n_rows - len(shown)} rows not shown"
     return view
 
 
-@app.command(epilog="""Examples:
+@app.command(
+    epilog="""Examples:
 
   tabverify check results.csv "the hawks won both games against dayton"
 
   tabverify check data/all_csv/2-1859269-1.html.csv "round 1 begin with 156 club" --json
-""")
+"""
+)
 def check(
-    table_path: Annotated[Path, typer.Argument(metavar="TABLE", help="Table file: .csv, .tsv, .json or TabFact .html.csv")],
-    statements: Annotated[list[str], typer.Argument(metavar="STATEMENT...", help="One or more statements to check")],
+    table_path: Annotated[
+        Path, typer.Argument(metavar="TABLE", help="Table file: .csv, .tsv, .json or TabFact .html.csv")
+    ],
+    statements: Annotated[
+        list[str], typer.Argument(metavar="STATEMENT...", help="One or more statements to check")
+    ],
     caption: Annotated[str, typer.Option(help="The table's caption (context for the statement)")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every verdict")] = False,
 ) -> None:
@@ -87,13 +102,20 @@ def check(
     except TabverifyError as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        print(json.dumps({"table": str(table_path), "verdicts": [v.to_dict() for v in verdicts]}, ensure_ascii=False,
-                         indent=2))
+        print(
+            json.dumps(
+                {"table": str(table_path), "verdicts": [v.to_dict() for v in verdicts]},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
     else:
         for verdict in verdicts:
             colour = "green" if verdict.entailed else "red"
-            out.print(f"[bold {colour}]{verdict.label.value}[/] ({verdict.confidence:.0%})  {verdict.statement}",
-                      markup=True)
+            out.print(
+                f"[bold {colour}]{verdict.label.value}[/] ({verdict.confidence:.0%})  {verdict.statement}",
+                markup=True,
+            )
             if verdict.program:
                 out.print(f"  program: {verdict.program} = {verdict.result}")
             else:
@@ -103,12 +125,15 @@ def check(
     raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
 
 
-@program_app.command("run", epilog="""Examples:
+@program_app.command(
+    "run",
+    epilog="""Examples:
 
   tabverify program run votes.csv "eq{count{filter_eq{all_rows; party; democratic}}; 3}"
 
   tabverify program run votes.csv "hop{argmax{all_rows; votes}; candidate}"
-""")
+""",
+)
 def program_run(
     table_path: Annotated[Path, typer.Argument(metavar="TABLE", help="Table file")],
     program: Annotated[str, typer.Argument(help="Program in the brace syntax; a trailing =True is ignored")],
@@ -137,12 +162,15 @@ def program_functions() -> None:
     out.print(view)
 
 
-@bench_app.command("tabfact", epilog="""Examples:
+@bench_app.command(
+    "tabfact",
+    epilog="""Examples:
 
   tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2 --out results/val.json
 
   tabverify bench tabfact --data DIR --split val --limit 500
-""")
+""",
+)
 def bench_tabfact(
     data: Annotated[Path, typer.Option(help="Folder in the TabFact release layout")],
     split: Annotated[str, typer.Option(help="val, test, simple_test, complex_test or small_test")] = "val",
@@ -160,31 +188,51 @@ def bench_tabfact(
     if not data.is_dir():
         raise _fail(f"--data {data}: not a folder")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=err, transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task(f"tabfact {split}", total=None)
         try:
-            result = run_benchmark(data, split, limit=limit, jobs=jobs,
-                                   progress=lambda done, total: bar.update(task, completed=done, total=total))
+            result = run_benchmark(
+                data,
+                split,
+                limit=limit,
+                jobs=jobs,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
         except TabverifyError as exc:
             raise _fail(str(exc)) from None
     if out_file is not None:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         out_file.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
-    out.print(json.dumps({"benchmark": "tabfact", "split": split, "n": result["n"], "metrics": result["metrics"]}, indent=2))
+    out.print(
+        json.dumps(
+            {"benchmark": "tabfact", "split": split, "n": result["n"], "metrics": result["metrics"]}, indent=2
+        )
+    )
 
 
-@train_app.command("tabfact", epilog="""Example (the command that produced the shipped models):
+@train_app.command(
+    "tabfact",
+    epilog="""Example (the command that produced the shipped models):
 
   tabverify train tabfact --data ../shared/datasets/tabfact --jobs 2
-""")
+""",
+)
 def train_tabfact(
     data: Annotated[Path, typer.Option(help="Folder in the TabFact release layout (only train is read)")],
     ranker_tables: Annotated[int, typer.Option(help="Train tables for the program ranker")] = 3000,
     verdict_tables: Annotated[int, typer.Option(help="Further train tables for the verdict model")] = 8000,
     jobs: Annotated[int, typer.Option(help="Worker processes")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the table shuffle and the ranker's SGD order")] = 0,
-    out_dir: Annotated[Path | None, typer.Option(help="Where to write the models (default: the package)")] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option(help="Where to write the models (default: the package)")
+    ] = None,
 ) -> None:
     """Train the ranker (weak supervision) and the verdict model on the train split."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
@@ -195,7 +243,9 @@ def train_tabfact(
 
     target = out_dir or Path(__file__).parent / "models"
     target.mkdir(parents=True, exist_ok=True)
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), console=err) as bar:
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), console=err
+    ) as bar:
         tasks: dict[str, int] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -204,7 +254,9 @@ def train_tabfact(
             bar.update(tasks[stage], completed=done)
 
         try:
-            ranker, model = train_models(data, ranker_tables, verdict_tables, jobs=jobs, seed=seed, progress=progress)
+            ranker, model = train_models(
+                data, ranker_tables, verdict_tables, jobs=jobs, seed=seed, progress=progress
+            )
         except TabverifyError as exc:
             raise _fail(str(exc)) from None
     ranker.save(target / WEIGHTS_FILE)

@@ -19,7 +19,9 @@ def test_tabfact_csv_reads_header_rows_and_types(election: Table) -> None:
 def test_csv_tsv_and_json_readers_agree(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text('name,score\n"smith, john",7\nann,9\n', encoding="utf-8")
     (tmp_path / "t.tsv").write_text("name\tscore\nsmith, john\t7\nann\t9\n", encoding="utf-8")
-    (tmp_path / "t.json").write_text(json.dumps([{"name": "smith, john", "score": 7}, {"name": "ann", "score": 9}]))
+    (tmp_path / "t.json").write_text(
+        json.dumps([{"name": "smith, john", "score": 7}, {"name": "ann", "score": 9}])
+    )
     tables = [load_table(tmp_path / n) for n in ("t.csv", "t.tsv", "t.json")]
     for table in tables:
         assert table.header == ("name", "score")
@@ -47,7 +49,9 @@ def test_dataframe_reader() -> None:
         ("bad.json", b"{not json", "invalid JSON"),
     ],
 )
-def test_bad_files_name_the_file_and_the_problem(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+def test_bad_files_name_the_file_and_the_problem(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(TableError) as info:

@@ -20,8 +20,10 @@ def test_tokens_keep_offsets() -> None:
         assert token.span.of(text) == token.text
 
 
-@pytest.mark.parametrize(("raw", "lemma"), [("democrats", "democrat"), ("won", "win"), ("was", "be"),
-                                            ("elected", "elect"), ("parties", "party")])
+@pytest.mark.parametrize(
+    ("raw", "lemma"),
+    [("democrats", "democrat"), ("won", "win"), ("was", "be"), ("elected", "elect"), ("parties", "party")],
+)
 def test_raw_and_lemmatized_forms_share_a_stem(raw: str, lemma: str) -> None:
     assert stem(raw) == stem(lemma)
 

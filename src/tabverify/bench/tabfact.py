@@ -35,8 +35,10 @@ class Example:
 
 def _read_json(path: Path) -> object:
     if not path.exists():
-        raise DatasetError(f"{path} is missing; --data must be a folder in the TabFact release layout "
-                           "(data/all_csv, data/*_id.json, tokenized_data/<split>_examples.json)")
+        raise DatasetError(
+            f"{path} is missing; --data must be a folder in the TabFact release layout "
+            "(data/all_csv, data/*_id.json, tokenized_data/<split>_examples.json)"
+        )
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -106,11 +108,17 @@ def _predict(example: Example) -> dict[str, object]:
     cache: TableCache = _WORKER["cache"]  # type: ignore[assignment]
     verifier = _WORKER["verifier"]
     started = time.perf_counter()
-    record: dict[str, object] = {"table": example.table_id, "statement": example.statement, "label": example.label}
+    record: dict[str, object] = {
+        "table": example.table_id,
+        "statement": example.statement,
+        "label": example.label,
+    }
     try:
         table = cache.get(example.table_id, example.caption)
         verdict = verifier.verify(table, example.statement)  # type: ignore[attr-defined]
-        record.update(predicted=int(verdict.entailed), program=verdict.program, confidence=round(verdict.confidence, 4))
+        record.update(
+            predicted=int(verdict.entailed), program=verdict.program, confidence=round(verdict.confidence, 4)
+        )
     except Exception as exc:  # noqa: BLE001 - one broken statement must never stop a benchmark run
         record.update(predicted=None, program="", error=f"{type(exc).__name__}: {exc}")
     record["seconds"] = round(time.perf_counter() - started, 5)
@@ -141,7 +149,9 @@ def run_benchmark(
             if progress:
                 progress(len(predictions), len(examples))
     else:
-        with multiprocessing.get_context("fork").Pool(jobs, _init_worker, (str(data_dir), ranker_path)) as pool:
+        with multiprocessing.get_context("fork").Pool(
+            jobs, _init_worker, (str(data_dir), ranker_path)
+        ) as pool:
             for record in pool.imap(_predict, examples, chunksize=16):
                 predictions.append(record)
                 if progress:
@@ -163,8 +173,13 @@ def run_benchmark(
     metrics["p95_ms"] = round(1000 * seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))], 2)
     metrics["wall_seconds"] = round(elapsed, 1)
     metrics["failures"] = sum(1 for p in predictions if "error" in p)
-    return {"benchmark": "tabfact", "split": split, "n": len(predictions), "metrics": metrics,
-            "predictions": predictions}
+    return {
+        "benchmark": "tabfact",
+        "split": split,
+        "n": len(predictions),
+        "metrics": metrics,
+        "predictions": predictions,
+    }
 
 
 def score(predictions: list[dict[str, object]]) -> dict[str, float]:
@@ -250,14 +265,25 @@ def train_models(
     def work(ids: list[str]) -> list[tuple[str, str, list[tuple[str, int]], str]]:
         return [(str(data_dir), t, by_table[t], captions[t]) for t in ids]
 
-    groups = [g for result in _map(_ranker_groups, work(ranker_ids), jobs, "ranker: search", progress) for g in result]
+    groups = [
+        g
+        for result in _map(_ranker_groups, work(ranker_ids), jobs, "ranker: search", progress)
+        for g in result
+    ]
     ranker = Ranker(seed=seed).fit(
         groups, lambda e, s, n: progress and s % 2000 == 0 and progress(f"ranker: epoch {e + 1}", s, n)
     )
     _TRAIN["verifier"] = TableVerifier(ranker=ranker, model=VerdictModel())
-    rows = [r for result in _map(_verdict_rows, work(verdict_ids), jobs, "verdict: features", progress) for r in result]
-    model = VerdictModel().fit([r for r, _ in rows], [label for _, label in rows],
-                               lambda s, n: progress and progress("verdict: fit", s, n))
+    rows = [
+        r
+        for result in _map(_verdict_rows, work(verdict_ids), jobs, "verdict: features", progress)
+        for r in result
+    ]
+    model = VerdictModel().fit(
+        [r for r, _ in rows],
+        [label for _, label in rows],
+        lambda s, n: progress and progress("verdict: fit", s, n),
+    )
     return ranker, model
 
 
@@ -282,18 +308,77 @@ def bootstrap_execution(data_dir: str | Path) -> dict[str, object]:
     ok = 0
     items = _bootstrap(data_dir)
     for table_id, statement, program in items:
+        table = cache.get(table_id)
         try:
-            value = execute(program, cache.get(table_id)).value
+            value = execute(program, table).value
             if value is True:
                 ok += 1
                 continue
-            cause, detail = "returned False", ""
+            cause, detail = _why_false(program, table)
         except TabverifyError as exc:
-            cause, detail = type(exc).__name__, str(exc).splitlines()[0]
-        causes.setdefault(cause, []).append({"table": table_id, "statement": statement, "program": program,
-                                             "detail": detail})
-    return {"n": len(items), "true": ok, "rate": round(ok / len(items), 4),
-            "failures": {cause: entries for cause, entries in sorted(causes.items())}}
+            cause, detail = f"error: {type(exc).__name__}", str(exc).splitlines()[0]
+        causes.setdefault(cause, []).append(
+            {"table": table_id, "statement": statement, "program": program, "detail": detail}
+        )
+    return {
+        "n": len(items),
+        "true": ok,
+        "rate": round(ok / len(items), 4),
+        "failures": {cause: entries for cause, entries in sorted(causes.items())},
+    }
+
+
+_OPPOSITES = {
+    "argmax": "argmin",
+    "argmin": "argmax",
+    "max": "min",
+    "min": "max",
+    "greater": "less",
+    "less": "greater",
+    "filter_greater": "filter_less",
+    "filter_less": "filter_greater",
+}
+
+
+def _why_false(program_text: str, table: Table) -> tuple[str, str]:
+    """A diagnosis of a human program that returns False on its own table."""
+    from tabverify.program import Call, execute, parse_program
+    from tabverify.program.execute import evaluate
+    from tabverify.program.functions import Context
+    from tabverify.program.values import quantity_of
+
+    program = parse_program(program_text)
+    ctx = Context(table)
+    for node in program.walk():
+        if isinstance(node, Call) and node.func.startswith("filter_"):
+            try:
+                if not evaluate(node, ctx):
+                    return "a filter selects no row (value not in the table as written)", str(node)
+            except TabverifyError:
+                pass
+    flipped = program_text
+    for name, opposite in _OPPOSITES.items():
+        flipped = flipped.replace(f"{name}{{", f"@{opposite}{{")
+    try:
+        if execute(flipped.replace("@", ""), table).value is True:
+            return "direction reversed (highest/lowest, more/less read the other way)", ""
+    except TabverifyError:
+        pass
+    if program.func == "eq" and isinstance(program.args[0], Call):
+        try:
+            computed = quantity_of(evaluate(program.args[0], ctx))
+            written = quantity_of(evaluate(program.args[1], ctx))
+        except TabverifyError:
+            computed = written = None
+        if computed is not None and written is not None and written.value:
+            ratio = abs(computed.value - written.value) / abs(written.value)
+            if ratio <= 0.05:
+                return (
+                    "approximate number (within 5%, not at the written precision)",
+                    f"{computed.value:g} vs {written.text}",
+                )
+            return "different number", f"{computed.value:g} vs {written.text}"
+    return "other (value or reading differs)", ""
 
 
 def _signature(program_text: str, table: Table) -> tuple[tuple[str, ...], frozenset[int]] | None:

@@ -4,4 +4,14 @@ from tabverify.program.execute import Execution, execute
 from tabverify.program.functions import FUNCTIONS
 from tabverify.program.tree import AllRows, Call, Header, Literal, parse_program, to_text
 
-__all__ = ["FUNCTIONS", "AllRows", "Call", "Execution", "Header", "Literal", "execute", "parse_program", "to_text"]
+__all__ = [
+    "FUNCTIONS",
+    "AllRows",
+    "Call",
+    "Execution",
+    "Header",
+    "Literal",
+    "execute",
+    "parse_program",
+    "to_text",
+]

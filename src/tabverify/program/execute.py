@@ -39,9 +39,13 @@ def resolve_header(table: Table, name: str) -> int:
         return index
     wanted = " ".join(name.lower().replace("(", " ").replace(")", " ").split())
     candidates = [
-        i for i, h in enumerate(table.header)
-        if wanted and (wanted in " ".join(h.lower().replace("(", " ").replace(")", " ").split())
-                       or " ".join(h.lower().split()) in wanted)
+        i
+        for i, h in enumerate(table.header)
+        if wanted
+        and (
+            wanted in " ".join(h.lower().replace("(", " ").replace(")", " ").split())
+            or " ".join(h.lower().split()) in wanted
+        )
     ]
     if len(candidates) == 1:
         return candidates[0]

@@ -71,7 +71,9 @@ def _numeric_cells(ctx: Context, view: View, column: int) -> list[tuple[int, flo
         if q is not None:
             out.append((r, q.value))
     if not out:
-        raise ProgramExecutionError(f"column {ctx.table.header[column]!r} has no numbers in the selected rows")
+        raise ProgramExecutionError(
+            f"column {ctx.table.header[column]!r} has no numbers in the selected rows"
+        )
     return out
 
 
@@ -141,11 +143,18 @@ def _filter_not_eq(ctx: Context, view: View, column: int, value: object) -> View
 
 
 for _suffix, _test in _FILTER_TESTS.items():
-    _register(f"filter_{_suffix}", ("view", "header", "obj"), "view",
-              f"rows of the view whose cell in the column satisfies '{_suffix}' against the value")(
-        _make_filter(_test))
-    _register(f"all_{_suffix}", ("view", "header", "obj"), "bool",
-              f"true when every row of the (non-empty) view satisfies '{_suffix}'")(_make_all(_test))
+    _register(
+        f"filter_{_suffix}",
+        ("view", "header", "obj"),
+        "view",
+        f"rows of the view whose cell in the column satisfies '{_suffix}' against the value",
+    )(_make_filter(_test))
+    _register(
+        f"all_{_suffix}",
+        ("view", "header", "obj"),
+        "bool",
+        f"true when every row of the (non-empty) view satisfies '{_suffix}'",
+    )(_make_all(_test))
 FUNCTIONS["filter_eq"] = replace(FUNCTIONS["filter_eq"], impl=_filter_eq)
 FUNCTIONS["filter_not_eq"] = replace(FUNCTIONS["filter_not_eq"], impl=_filter_not_eq)
 
@@ -200,9 +209,11 @@ def _position(ctx: Context, view: View, n: int) -> View:
 
 for _n, _word in enumerate(("first", "second", "third", "fourth", "fifth"), start=1):
     _register(_word, ("view",), "view", f"the {_word} row of the view, in table order")(
-        lambda ctx, view, _n=_n: _position(ctx, view, _n))
+        lambda ctx, view, _n=_n: _position(ctx, view, _n)
+    )
 _register("last", ("view",), "view", "the last row of the view, in table order")(
-    lambda ctx, view: _position(ctx, view, -1))
+    lambda ctx, view: _position(ctx, view, -1)
+)
 
 # ---- numbers -----------------------------------------------------------------------------------
 
@@ -241,9 +252,11 @@ def _nth_value(ctx: Context, view: View, column: int, n: object, largest: bool) 
 
 
 _register("nth_max", ("view", "header", "num"), "num", "the n-th largest number in the column")(
-    lambda ctx, view, column, n: _nth_value(ctx, view, column, n, True))
+    lambda ctx, view, column, n: _nth_value(ctx, view, column, n, True)
+)
 _register("nth_min", ("view", "header", "num"), "num", "the n-th smallest number in the column")(
-    lambda ctx, view, column, n: _nth_value(ctx, view, column, n, False))
+    lambda ctx, view, column, n: _nth_value(ctx, view, column, n, False)
+)
 
 
 def _number(value: object) -> float:
@@ -255,7 +268,12 @@ def _number(value: object) -> float:
 
 def _diff(ctx: Context, a: object, b: object) -> float:
     qa, qb = quantity_of(a), quantity_of(b)
-    if qa is not None and qb is not None and qa.kind == qb.kind == "date" and min(qa.value, qb.value) >= 10000:
+    if (
+        qa is not None
+        and qb is not None
+        and qa.kind == qb.kind == "date"
+        and min(qa.value, qb.value) >= 10000
+    ):
         return float(qa.value // 10000 - qb.value // 10000)  # dates differ by years
     return _number(a) - _number(b)
 
@@ -288,19 +306,24 @@ def _most_freq(ctx: Context, view: View, column: int) -> str:
         if counts[ctx.table.rows[r][column].text.lower()] == best:
             ctx.touch(r, column)
     # first value (in table order) among the most frequent
-    return next(ctx.table.rows[r][column].text for r in view if counts[ctx.table.rows[r][column].text.lower()] == best)
+    return next(
+        ctx.table.rows[r][column].text for r in view if counts[ctx.table.rows[r][column].text.lower()] == best
+    )
 
 
 # ---- booleans ----------------------------------------------------------------------------------
 
 _register("eq", ("obj", "obj"), "bool", "same value (numbers at the literal's precision)")(
-    lambda ctx, a, b: values_match(a, b))
+    lambda ctx, a, b: values_match(a, b)
+)
 _register("not_eq", ("obj", "obj"), "bool", "different values")(lambda ctx, a, b: not values_match(a, b))
 _register("round_eq", ("obj", "obj"), "bool", "equal after rounding")(lambda ctx, a, b: values_match(a, b))
 _register("str_eq", ("obj", "obj"), "bool", "one text contains the other")(
-    lambda ctx, a, b: text_match(text_of(a), text_of(b)))
+    lambda ctx, a, b: text_match(text_of(a), text_of(b))
+)
 _register("not_str_eq", ("obj", "obj"), "bool", "neither text contains the other")(
-    lambda ctx, a, b: not text_match(text_of(a), text_of(b)))
+    lambda ctx, a, b: not text_match(text_of(a), text_of(b))
+)
 
 
 def _ordered(a: object, b: object, wanted: int) -> bool:
@@ -319,9 +342,11 @@ _register("several", ("view",), "bool", "the view has more than one row")(lambda
 _register("zero", ("view",), "bool", "the view is empty")(lambda ctx, view: len(view) == 0)
 _register("none", ("view",), "bool", "the view is empty (alias of zero)")(lambda ctx, view: len(view) == 0)
 _register("half", ("view",), "bool", "the view holds about half of the table's rows")(
-    lambda ctx, view: abs(2 * len(view) - len(ctx.table.data_row_indices)) <= 1)
+    lambda ctx, view: abs(2 * len(view) - len(ctx.table.data_row_indices)) <= 1
+)
 _register("one_third", ("view",), "bool", "the view holds about a third of the table's rows")(
-    lambda ctx, view: abs(3 * len(view) - len(ctx.table.data_row_indices)) <= 2)
+    lambda ctx, view: abs(3 * len(view) - len(ctx.table.data_row_indices)) <= 2
+)
 
 
 def _first_row(view: View, what: str) -> int:
@@ -331,9 +356,11 @@ def _first_row(view: View, what: str) -> int:
 
 
 _register("before", ("view", "view"), "bool", "the first view's row comes before the second's")(
-    lambda ctx, a, b: _first_row(a, "before") < _first_row(b, "before"))
+    lambda ctx, a, b: _first_row(a, "before") < _first_row(b, "before")
+)
 _register("after", ("view", "view"), "bool", "the first view's row comes after the second's")(
-    lambda ctx, a, b: _first_row(a, "after") > _first_row(b, "after"))
+    lambda ctx, a, b: _first_row(a, "after") > _first_row(b, "after")
+)
 
 
 @_register("within", ("view", "header", "obj"), "bool", "the value appears in the column of the view")
@@ -341,8 +368,12 @@ def _within(ctx: Context, view: View, column: int, value: object) -> bool:
     return any(values_match(ctx.table.rows[r][column], value) for r in view)
 
 
-@_register("samerow", ("view", "header", "obj", "header", "obj"), "bool",
-           "some row holds both values (first in the first column, second in the second)")
+@_register(
+    "samerow",
+    ("view", "header", "obj", "header", "obj"),
+    "bool",
+    "some row holds both values (first in the first column, second in the second)",
+)
 def _samerow(ctx: Context, view: View, col_a: int, a: object, col_b: int, b: object) -> bool:
     rows = ctx.table.rows
     for r in view:

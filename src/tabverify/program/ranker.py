@@ -19,8 +19,8 @@ import numpy as np
 from tabverify.errors import ModelError
 from tabverify.program.search import Candidate
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
-from tabverify.table import Table
 from tabverify.program.triggers import TRIGGER_WORDS
+from tabverify.table import Table
 from tabverify.text.linking import STOP_WORDS, Linking
 
 N_FEATURES = 1 << 18
@@ -45,8 +45,10 @@ def _skeleton(node: Node, depth: int = 2) -> str:
     return ""
 
 
-CUE_WORDS = TRIGGER_WORDS | STOP_WORDS | frozenset(
-    "while but same different exact exactly approximately about around least most as per".split()
+CUE_WORDS = (
+    TRIGGER_WORDS
+    | STOP_WORDS
+    | frozenset("while but same different exact exactly approximately about around least most as per".split())
 )
 
 
@@ -58,7 +60,12 @@ def features(linking: Linking, candidate: Candidate, table: Table) -> list[str]:
     # only cue words (triggers and function words) are crossed with the program, so the model
     # learns how statements are phrased, not which entities appeared in training tables
     cue_words = sorted({t.stem for t in linking.tokens if t.stem in CUE_WORDS})
-    out = [f"t:{_template(program)}", f"sk:{_skeleton(program)}", f"top:{program.func}", f"size:{min(program.size, 8)}"]
+    out = [
+        f"t:{_template(program)}",
+        f"sk:{_skeleton(program)}",
+        f"top:{program.func}",
+        f"size:{min(program.size, 8)}",
+    ]
     out += [f"f:{f}" for f in fset]
     out += [f"w:{w}|f:{f}" for w in cue_words for f in fset]
     out += [f"w:{w}|top:{program.func}" for w in cue_words]
@@ -140,8 +147,11 @@ class Ranker:
     def fit(self, groups: Sequence[Group], progress=None) -> Ranker:
         """Learn weights by maximising the likelihood of the weak positives (Adagrad)."""
         rng = np.random.default_rng(self.seed)
-        usable = [g for g in groups if len(g.results) and g.results.any() != g.results.all()
-                  and (g.results == g.label).any()]
+        usable = [
+            g
+            for g in groups
+            if len(g.results) and g.results.any() != g.results.all() and (g.results == g.label).any()
+        ]
         accumulator = np.full(N_FEATURES, 1e-8)
         for epoch in range(self.epochs):
             order = rng.permutation(len(usable))
@@ -201,8 +211,10 @@ class Ranker:
                     data = {k: loaded[k] for k in loaded.files}
         except (OSError, ValueError, KeyError) as exc:
             where = path or f"the package's {WEIGHTS_FILE}"
-            raise ModelError(f"cannot load ranker weights from {where}: {exc}; "
-                             "train them with `tabverify train tabfact --data DIR`") from exc
+            raise ModelError(
+                f"cannot load ranker weights from {where}: {exc}; "
+                "train them with `tabverify train tabfact --data DIR`"
+            ) from exc
         if int(data["n_features"][0]) != N_FEATURES:
             raise ModelError(f"ranker file {path} was trained with a different feature size")
         ranker.weights[data["indices"]] = data["values"].astype(np.float64)

@@ -9,7 +9,6 @@ intermediate value the same way twice. Trigger words decide which function famil
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tabverify.errors import ProgramExecutionError
@@ -81,7 +80,9 @@ def _lit(link: Link) -> _Item:
     return _Item(Literal(link.literal), link.literal, frozenset({link.span}))
 
 
-def _add_view(state: _State, item: _Item | None, limits: SearchLimits, keep_empty: bool = False) -> _Item | None:
+def _add_view(
+    state: _State, item: _Item | None, limits: SearchLimits, keep_empty: bool = False
+) -> _Item | None:
     if item is None or (not item.value and not keep_empty):
         return None
     # views are memoised by the rows they select and the function that selected them: a filter
@@ -119,7 +120,8 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
     cell_spans = {link.span for link in cell_links}
     # a number that is also a whole cell is one entity, not two
     numbers = [n for n in number_links if n.span not in cell_spans] + [
-        Link(c.span, c.text, "number", None, c.literal) for c in cell_links
+        Link(c.span, c.text, "number", None, c.literal)
+        for c in cell_links
         if c.exact and c.literal and c.literal[0].isdigit()
     ]
 
@@ -140,7 +142,11 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
         elif item is not None and not item.value:
             empty_views.append(item)
         if negation:
-            _add_view(state, _call(state, "filter_not_eq", (all_rows, Header(headers[link.column]), _lit(link))), limits)
+            _add_view(
+                state,
+                _call(state, "filter_not_eq", (all_rows, Header(headers[link.column]), _lit(link))),
+                limits,
+            )
     # numbers and dates that name no whole cell still select rows of a number or date column
     # ("may 13 , 1998" for the cell "13 may 1998")
     for number in numbers:
@@ -158,7 +164,9 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
                 continue
             for c in agg_columns:
                 for func in ("filter_greater", "filter_less", "filter_greater_eq", "filter_less_eq"):
-                    view = _add_view(state, _call(state, func, (all_rows, Header(headers[c]), _lit(number))), limits)
+                    view = _add_view(
+                        state, _call(state, func, (all_rows, Header(headers[c]), _lit(number))), limits
+                    )
                     if view is not None:
                         first_level.append(view)
     # ---- views level 2: a second filter on a first-level view
@@ -186,7 +194,9 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             if number.literal.lower() in ("2nd", "3rd", "second", "third", "4th", "fourth"):
                 for c in agg_columns[:2]:
                     for func in ("nth_argmax", "nth_argmin"):
-                        _add_view(state, _call(state, func, (all_rows, Header(headers[c]), _lit(number))), limits)
+                        _add_view(
+                            state, _call(state, func, (all_rows, Header(headers[c]), _lit(number))), limits
+                        )
     if "ordinal" in families:
         for base in bases:
             for func in ("first", "last"):
@@ -204,7 +214,11 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             continue
         filtered_on = set(view.node.headers) if isinstance(view.node, Call) else set()
         for c in range(len(headers)):
-            if headers[c] in filtered_on and isinstance(view.node, Call) and view.node.func.startswith("filter"):
+            if (
+                headers[c] in filtered_on
+                and isinstance(view.node, Call)
+                and view.node.func.startswith("filter")
+            ):
                 continue  # reading back the column the view was filtered on says nothing new
             wanted = [lk for lk in links_by_column.get(c, []) if lk.span not in view.used]
             is_numeric = c in numeric
@@ -250,7 +264,12 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
                     if eq is not None:
                         _add_candidate(state, _call(state, "and", (only, eq)), limits)
         if len(view.value) > 1:  # type: ignore[arg-type]
-            for func, family in (("avg", "avg"), ("sum", "sum"), ("max", "superlative"), ("min", "superlative")):
+            for func, family in (
+                ("avg", "avg"),
+                ("sum", "sum"),
+                ("max", "superlative"),
+                ("min", "superlative"),
+            ):
                 if family not in families:
                     continue
                 for c in agg_columns:
@@ -269,15 +288,23 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             for link in cell_links:
                 if link.span in base.used:
                     continue
-                _add_candidate(state, _call(state, "all_eq", (base, Header(headers[link.column]), _lit(link))), limits)
+                _add_candidate(
+                    state, _call(state, "all_eq", (base, Header(headers[link.column]), _lit(link))), limits
+                )
                 if negation:
-                    _add_candidate(state, _call(state, "all_not_eq", (base, Header(headers[link.column]), _lit(link))), limits)
+                    _add_candidate(
+                        state,
+                        _call(state, "all_not_eq", (base, Header(headers[link.column]), _lit(link))),
+                        limits,
+                    )
             for number in numbers:
                 if number.span in base.used:
                     continue
                 for c in agg_columns[:2]:
                     for func in ("all_greater", "all_less", "all_greater_eq", "all_less_eq"):
-                        _add_candidate(state, _call(state, func, (base, Header(headers[c]), _lit(number))), limits)
+                        _add_candidate(
+                            state, _call(state, func, (base, Header(headers[c]), _lit(number))), limits
+                        )
     if "most_freq" in families:
         for c, column_links in links_by_column.items():
             freq = _call(state, "most_freq", (all_rows, Header(headers[c])))
@@ -337,8 +364,3 @@ def _is_ordinal(text: str) -> bool:
 
     lowered = text.lower()
     return lowered in ORDINAL_WORDS or (lowered[:1].isdigit() and lowered.endswith(("st", "nd", "rd", "th")))
-
-
-def programs(candidates: Iterable[Candidate]) -> list[str]:
-    """The candidates' programs in the brace syntax (for display and tests)."""
-    return [str(c.program) for c in candidates]

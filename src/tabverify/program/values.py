@@ -123,7 +123,10 @@ def aligned_numbers(left: Quantity, right: Quantity) -> tuple[float, float] | No
 
 def _same_at_precision(precise: float, written: float, decimals: int) -> bool:
     scale = 10**decimals
-    return abs(round(precise * scale) - written * scale) < 1e-6 or abs(int(precise * scale) - written * scale) < 1e-6
+    return (
+        abs(round(precise * scale) - written * scale) < 1e-6
+        or abs(int(precise * scale) - written * scale) < 1e-6
+    )
 
 
 def numbers_equal(left: Quantity, right: Quantity) -> bool:

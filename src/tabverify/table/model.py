@@ -77,7 +77,9 @@ class Table:
                     f"{name or 'table'}: data row {number} has {len(row)} cells but the header has "
                     f"{len(header_t)}; make every row as long as the header"
                 )
-            built.append(tuple(c if isinstance(c, Cell) else Cell.parse("" if c is None else str(c)) for c in row))
+            built.append(
+                tuple(c if isinstance(c, Cell) else Cell.parse("" if c is None else str(c)) for c in row)
+            )
         return cls(header_t, tuple(built), caption, name)
 
     @property

@@ -40,7 +40,21 @@ _DURATION_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d{2}(?:\.\d+)?)$|^(\d+):(\d{
 _TIME_OF_DAY_RE = re.compile(r"^(\d{1,2}):(\d{2})\s*(am|pm|a\.m\.|p\.m\.)?(?:\s*\(.*\))?$")
 _ISO_DATE_RE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
 _YEAR_RE = re.compile(r"^(1[5-9]\d\d|20\d\d)$")
-_PREFIX_WORDS = {"about", "approx", "approx.", "ca", "ca.", "c.", "~", "over", "under", "us$", "usd", "eur", "gbp"}
+_PREFIX_WORDS = {
+    "about",
+    "approx",
+    "approx.",
+    "ca",
+    "ca.",
+    "c.",
+    "~",
+    "over",
+    "under",
+    "us$",
+    "usd",
+    "eur",
+    "gbp",
+}
 _WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 
@@ -120,7 +134,7 @@ def parse_quantity(text: str) -> Quantity | None:
         return None
     spaced_sign = re.match(r"^([-+])\s+(\d)", t)
     if spaced_sign:  # "- 1" in golf and goal-difference columns
-        t = spaced_sign.group(1) + t[spaced_sign.end(1):].lstrip()
+        t = spaced_sign.group(1) + t[spaced_sign.end(1) :].lstrip()
     total = re.match(r"^\d+(?:\s*\+\s*\d+)+\s*=\s*(\d+(?:\.\d+)?)$", t)
     if total:  # golf scores "69 + 71 = 140" stand for their total
         return Quantity(raw, float(total.group(1)), "number")

@@ -31,7 +31,7 @@ def _read_text(path: Path) -> str:
             return data.decode(encoding)
         except UnicodeDecodeError as exc:
             raise TableError(
-                f"{path}: not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
+                f"{path}: not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); "
                 "re-save the file as UTF-8"
             ) from exc
     raise AssertionError("unreachable")
@@ -94,8 +94,12 @@ def table_from_json(data: Any, source: str = "json", caption: str = "", name: st
     """Build a table from parsed JSON: a list of records or a ``{"header", "rows"}`` object."""
     if isinstance(data, dict) and "header" in data and "rows" in data:
         caption = caption or str(data.get("caption", ""))
-        return _from_grid([list(map(str, data["header"]))] + [[_str(v) for v in r] for r in data["rows"]],
-                          source, caption, name)
+        return _from_grid(
+            [list(map(str, data["header"]))] + [[_str(v) for v in r] for r in data["rows"]],
+            source,
+            caption,
+            name,
+        )
     if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         header: list[str] = []
         for record in data:
@@ -148,7 +152,11 @@ def load_table(source: str | Path | Any, caption: str = "", fmt: str = "auto") -
         elif name.endswith(".csv") or name.endswith(".txt"):
             text = _read_text(path)
             first = text.splitlines()[0]
-            fmt = "tabfact" if first.count("#") > max(first.count(","), first.count(";"), first.count("\t")) else "csv"
+            fmt = (
+                "tabfact"
+                if first.count("#") > max(first.count(","), first.count(";"), first.count("\t"))
+                else "csv"
+            )
         else:
             raise TableError(f"{path}: unknown table format; use .csv, .tsv, .json or pass fmt=")
     if fmt == "tabfact":

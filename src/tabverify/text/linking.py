@@ -107,11 +107,12 @@ def _cell_literal(index: TableIndex, ref: CellRef, i: int, j: int) -> str:
 
 def _is_number_token(token: Token) -> bool:
     word = token.text.lower()
-    return (
-        token.text[0].isdigit()
-        or word in NUMBER_WORDS
-        or word in ORDINAL_WORDS
-    ) and word not in ("once", "single", "double", "triple")
+    return (token.text[0].isdigit() or word in NUMBER_WORDS or word in ORDINAL_WORDS) and word not in (
+        "once",
+        "single",
+        "double",
+        "triple",
+    )
 
 
 def link(statement: str, table: Table) -> Linking:
@@ -143,7 +144,9 @@ def link(statement: str, table: Table) -> Linking:
                 by_column[ref.column].append(ref)
             for column, column_refs in by_column.items():
                 literal = table.rows[column_refs[0].row][column].text
-                cells.append(Link(span, span.of(statement), "cell", column, literal, tuple(column_refs), True))
+                cells.append(
+                    Link(span, span.of(statement), "cell", column, literal, tuple(column_refs), True)
+                )
             for k in range(i, i + n):
                 used[k] = True
     # 2. partial matches (part of a cell) on what is left, longest first; single words only when
@@ -164,9 +167,13 @@ def link(statement: str, table: Table) -> Linking:
             by_column2: dict[int, list[tuple[CellRef, int, int]]] = defaultdict(list)
             for hit in hits:
                 by_column2[hit[0].column].append(hit)
-            if n == 1 and (len(by_column2) > 3 or any(
-                len({h[0].row for h in hits_}) > max(2, 0.6 * table.n_rows) for hits_ in by_column2.values()
-            )):
+            if n == 1 and (
+                len(by_column2) > 3
+                or any(
+                    len({h[0].row for h in hits_}) > max(2, 0.6 * table.n_rows)
+                    for hits_ in by_column2.values()
+                )
+            ):
                 continue  # a common word found in most rows carries no information
             for column, column_hits in by_column2.items():
                 ref, a, b = column_hits[0]

@@ -18,8 +18,8 @@ import numpy as np
 
 from tabverify.errors import ModelError
 from tabverify.program.search import Candidate
-from tabverify.program.triggers import active_families
 from tabverify.program.tree import Call
+from tabverify.program.triggers import TRIGGER_WORDS, active_families
 from tabverify.table import Table
 from tabverify.text.linking import Linking
 
@@ -56,7 +56,11 @@ def statement_features(
             found = 0
             for number in numbers:
                 literal = number.literal.lower()
-                if any(literal in table.rows[r][c].text.lower() for r in best_rows for c in range(table.n_columns)):
+                if any(
+                    literal in table.rows[r][c].text.lower()
+                    for r in best_rows
+                    for c in range(table.n_columns)
+                ):
                     found += 1
             f["num_in_row"] = found / len(numbers)
     else:
@@ -74,14 +78,24 @@ def statement_features(
         f["no_candidates"] = 1.0
         return f
     f["top_true"] = float(candidates[0].value)
+    f[f"top:{_shape(candidates[0].program)}|{candidates[0].value}"] = 1.0
     f["vote"] = float(sum(p for c, p in zip(candidates, probabilities, strict=True) if c.value))
     most = max(len(c.used) for c in candidates)
     f["full_cover"] = float(most == len(entities))
+    covering = [(c, p) for c, p in zip(candidates, probabilities, strict=True) if len(c.used) == most]
+    mass = sum(p for _, p in covering)
+    if mass > 0:
+        f["vote_max_cover"] = float(sum(p for c, p in covering if c.value) / mass)
     groups: dict[str, list[bool]] = defaultdict(list)
     for candidate in candidates:
-        coverage = "full" if len(candidate.used) == len(entities) else ("max" if len(candidate.used) == most else "part")
+        coverage = (
+            "full"
+            if len(candidate.used) == len(entities)
+            else ("max" if len(candidate.used) == most else "part")
+        )
         groups[f"{_shape(candidate.program)}|{coverage}"].append(candidate.value)
         groups[f"{candidate.program.func}|{coverage}"].append(candidate.value)
+    cues = sorted({t.stem for t in linking.tokens if t.stem in TRIGGER_WORDS and t.stem not in _LIGHT_WORDS})
     for key, values in groups.items():
         f[f"anyT:{key}"] = float(any(values))
         f[f"allT:{key}"] = float(all(values))
@@ -89,13 +103,28 @@ def statement_features(
             for family in families:
                 f[f"{family}|anyT:{key}"] = float(any(values))
                 f[f"{family}|allT:{key}"] = float(all(values))
+            # direction words ("highest", "fewer", "only") against what each program shape found
+            for cue in cues:
+                f[f"w:{cue}|anyT:{key}"] = float(any(values))
+                f[f"w:{cue}|allT:{key}"] = float(all(values))
+    # how many of the statement's entities some true program accounts for
+    if entities:
+        supported = set().union(*(c.used for c in candidates if c.value))
+        refuting = set().union(*(c.used for c in candidates if not c.value))
+        f["supported_frac"] = len(supported & entities) / len(entities)
+        f["refuted_only_frac"] = len((refuting - supported) & entities) / len(entities)
+        numbers = {n.span for n in linking.numbers} - {c.span for c in linking.cells}
+        if numbers:
+            f["numbers_supported"] = len(supported & numbers) / len(numbers)
     return f
 
 
 class VerdictModel:
     """Logistic regression over sparse statement features (full-batch Adam, L2)."""
 
-    def __init__(self, l2: float = 1e-3, iterations: int = 400, learning_rate: float = 0.05, min_count: int = 3) -> None:
+    def __init__(
+        self, l2: float = 1e-3, iterations: int = 400, learning_rate: float = 0.05, min_count: int = 3
+    ) -> None:
         self.l2 = l2
         self.iterations = iterations
         self.learning_rate = learning_rate
@@ -112,7 +141,11 @@ class VerdictModel:
                     indices.append(j)
                     values.append(value)
             offsets.append(len(indices))
-        return np.array(indices, dtype=np.int64), np.array(values, dtype=np.float64), np.array(offsets, dtype=np.int64)
+        return (
+            np.array(indices, dtype=np.int64),
+            np.array(values, dtype=np.float64),
+            np.array(offsets, dtype=np.int64),
+        )
 
     def _logits(self, indices: np.ndarray, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         out = np.zeros(len(offsets) - 1)
@@ -122,11 +155,17 @@ class VerdictModel:
             out[nonempty] = sums
         return out
 
-    def fit(self, rows: Sequence[dict[str, float]], labels: Sequence[int],
-            progress: Callable[[int, int], None] | None = None) -> VerdictModel:
+    def fit(
+        self,
+        rows: Sequence[dict[str, float]],
+        labels: Sequence[int],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> VerdictModel:
         """Learn from feature dicts and 0/1 labels."""
         counts = Counter(key for row in rows for key, value in row.items() if value)
-        self.vocabulary = {key: i for i, key in enumerate(sorted(k for k, n in counts.items() if n >= self.min_count))}
+        self.vocabulary = {
+            key: i for i, key in enumerate(sorted(k for k, n in counts.items() if n >= self.min_count))
+        }
         indices, values, offsets = self._sparse(rows)
         y = np.asarray(labels, dtype=np.float64)
         lengths = np.diff(offsets)
@@ -140,7 +179,9 @@ class VerdictModel:
             grad += self.l2 * self.weights
             m = 0.9 * m + 0.1 * grad
             v = 0.999 * v + 0.001 * grad * grad
-            self.weights -= self.learning_rate * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+            self.weights -= (
+                self.learning_rate * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+            )
             if progress is not None and step % 50 == 0:
                 progress(step, self.iterations)
         return self
@@ -153,8 +194,11 @@ class VerdictModel:
     def save(self, path: str | Path) -> None:
         """Write vocabulary and weights to one compressed .npz file."""
         keys = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        np.savez_compressed(path, weights=self.weights.astype(np.float32),
-                            vocabulary=np.frombuffer(json.dumps(keys).encode(), dtype=np.uint8))
+        np.savez_compressed(
+            path,
+            weights=self.weights.astype(np.float32),
+            vocabulary=np.frombuffer(json.dumps(keys).encode(), dtype=np.uint8),
+        )
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> VerdictModel:
@@ -166,15 +210,20 @@ class VerdictModel:
         model = cls()
         try:
             if path is None:
-                with resources.files("tabverify").joinpath("models", MODEL_FILE).open("rb") as handle, np.load(handle) as data:
+                with (
+                    resources.files("tabverify").joinpath("models", MODEL_FILE).open("rb") as handle,
+                    np.load(handle) as data,
+                ):
                     weights, vocabulary = data["weights"], data["vocabulary"]
             else:
                 with np.load(path) as data:
                     weights, vocabulary = data["weights"], data["vocabulary"]
         except (OSError, ValueError, KeyError) as exc:
             where = path or f"the package's {MODEL_FILE}"
-            raise ModelError(f"cannot load the verdict model from {where}: {exc}; "
-                             "train it with `tabverify train tabfact --data DIR`") from exc
+            raise ModelError(
+                f"cannot load the verdict model from {where}: {exc}; "
+                "train it with `tabverify train tabfact --data DIR`"
+            ) from exc
         keys = json.loads(bytes(vocabulary).decode())
         model.vocabulary = {k: i for i, k in enumerate(keys)}
         model.weights = weights.astype(np.float64)

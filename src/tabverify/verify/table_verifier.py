@@ -25,8 +25,13 @@ class TableVerifier:
         alternatives: how many runner-up programs to report with each verdict.
     """
 
-    def __init__(self, ranker: Ranker | str | Path | None = None, model: VerdictModel | str | Path | None = None,
-                 limits: SearchLimits | None = None, alternatives: int = 3) -> None:
+    def __init__(
+        self,
+        ranker: Ranker | str | Path | None = None,
+        model: VerdictModel | str | Path | None = None,
+        limits: SearchLimits | None = None,
+        alternatives: int = 3,
+    ) -> None:
         if ranker is None or isinstance(ranker, (str, Path)):
             ranker = Ranker.load(ranker)
         if model is None or isinstance(model, (str, Path)):
@@ -72,7 +77,9 @@ class TableVerifier:
         entailed = execution.value is True
         confidence = p_entailed if entailed else 1 - p_entailed
         others = [i for i in range(len(ranked)) if i != chosen][: self.alternatives]
-        alternatives = tuple((str(ranked[i].program), str(ranked[i].value), float(probabilities[i])) for i in others)
+        alternatives = tuple(
+            (str(ranked[i].program), str(ranked[i].value), float(probabilities[i])) for i in others
+        )
         return Verdict(
             statement,
             Label.ENTAILED if entailed else Label.REFUTED,

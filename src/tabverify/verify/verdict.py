@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from tabverify.table import CellRef
 
 
-class Label(str, Enum):
+class Label(StrEnum):
     """Verdict labels shared by all verifiers (tables use the first two)."""
 
     ENTAILED = "ENTAILED"
@@ -52,5 +52,7 @@ class Verdict:
             "result": self.result,
             "confidence": round(self.confidence, 4),
             "evidence": [{"row": ref.row, "column": ref.column} for ref in self.evidence],
-            "alternatives": [{"program": p, "result": r, "probability": round(s, 4)} for p, r, s in self.alternatives],
+            "alternatives": [
+                {"program": p, "result": r, "probability": round(s, 4)} for p, r, s in self.alternatives
+            ],
         }
