@@ -227,7 +227,9 @@ def bench_tabfact(
 def train_tabfact(
     data: Annotated[Path, typer.Option(help="Folder in the TabFact release layout (only train is read)")],
     ranker_tables: Annotated[int, typer.Option(help="Train tables for the program ranker")] = 3000,
-    verdict_tables: Annotated[int, typer.Option(help="Further train tables for the verdict model")] = 8000,
+    verdict_tables: Annotated[
+        int | None, typer.Option(help="Further train tables for the verdict model [default: all the rest]")
+    ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the table shuffle and the ranker's SGD order")] = 0,
     out_dir: Annotated[

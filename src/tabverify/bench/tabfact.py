@@ -237,7 +237,7 @@ def _map(function, work: list, jobs: int, stage: str, progress) -> list:
 def train_models(
     data_dir: str | Path,
     ranker_tables: int = 3000,
-    verdict_tables: int = 6000,
+    verdict_tables: int | None = None,
     jobs: int = 1,
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
@@ -245,8 +245,8 @@ def train_models(
     """Train the ranker (weak supervision) and then the verdict model, on disjoint train tables.
 
     Train tables are shuffled with ``seed``; the first ``ranker_tables`` train the ranker, the
-    next ``verdict_tables`` the verdict model (so the ranker's vote is not judged on its own
-    training data). Only the train split is read.
+    next ``verdict_tables`` (default: all the rest) the verdict model, so the ranker's vote is not
+    judged on its own training data. Only the train split is read.
     """
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import VerdictModel
@@ -260,7 +260,11 @@ def train_models(
     table_ids = sorted(by_table)
     np.random.default_rng(seed).shuffle(table_ids)
     ranker_ids = table_ids[:ranker_tables]
-    verdict_ids = table_ids[ranker_tables : ranker_tables + verdict_tables]
+    verdict_ids = (
+        table_ids[ranker_tables:]
+        if verdict_tables is None
+        else table_ids[ranker_tables : ranker_tables + verdict_tables]
+    )
 
     def work(ids: list[str]) -> list[tuple[str, str, list[tuple[str, int]], str]]:
         return [(str(data_dir), t, by_table[t], captions[t]) for t in ids]

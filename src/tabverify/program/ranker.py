@@ -90,12 +90,45 @@ def features(linking: Linking, candidate: Candidate, table: Table) -> list[str]:
         if link.literal in literal_texts:
             out.append("lit:exact" if link.exact else "lit:partial")
             out.append(f"lit:ncols{min(len({lk.column for lk in linking.cells if lk.span == link.span}), 3)}")
+    # which way round a comparison reads: the left argument's entities first in the statement?
+    for node in program.walk():
+        order = comparison_order(node, linking) if isinstance(node, Call) else None
+        if order is not None:
+            out.append(f"order:{node.func}:{order}")  # type: ignore[union-attr]
+            out += [f"w:{w}|order:{node.func}:{order}" for w in cue_words]  # type: ignore[union-attr]
     for node in program.walk():
         if isinstance(node, Call) and node.func == "hop":
             out.append(f"hop_named:{table.header[table.column_index(node.args[1].name) or 0] in named}")  # type: ignore[union-attr]
         if isinstance(node, Literal) and node.text[:1].isdigit():
             out.append(f"numlit|top:{program.func}")
     return out
+
+
+_ORDERED = frozenset({"greater", "less", "diff", "before", "after"})
+
+
+def _first_literal_position(node: Node, linking: Linking) -> int | None:
+    """Where in the statement the first linked literal of a sub-program sits."""
+    positions = []
+    literals = set(node.literals) if isinstance(node, Call) else set()
+    for link in linking.cells + linking.numbers:
+        if link.literal in literals:
+            positions.append(link.span.start)
+    return min(positions) if positions else None
+
+
+def comparison_order(node: Call, linking: Linking) -> str | None:
+    """For a comparison of two sub-programs (greater, diff, before...): "fwd" when the left one's
+    entities come first in the statement, "bwd" when they come last, None otherwise. For an eq
+    whose first argument is such a comparison (eq{diff{..}; n}), the inner order."""
+    if node.func == "eq" and isinstance(node.args[0], Call) and node.args[0].func in _ORDERED:
+        node = node.args[0]
+    if node.func not in _ORDERED or not all(isinstance(a, Call) for a in node.args[:2]):
+        return None
+    left, right = (_first_literal_position(a, linking) for a in node.args[:2])
+    if left is None or right is None or left == right:
+        return None
+    return "fwd" if left < right else "bwd"
 
 
 def hash_features(names: Sequence[str]) -> np.ndarray:

@@ -15,6 +15,7 @@ from tabverify.errors import ProgramExecutionError
 from tabverify.program.functions import FUNCTIONS, Context
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
 from tabverify.program.triggers import active_families
+from tabverify.program.values import literal_quantity
 from tabverify.table import Table
 from tabverify.text.linking import Link, Linking
 from tabverify.text.spans import Span
@@ -208,7 +209,6 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
     for link in cell_links:
         links_by_column.setdefault(link.column, []).append(link)  # type: ignore[arg-type]
     single = [v for v in views if len(v.value) == 1]  # type: ignore[arg-type]
-    hops: list[tuple[_Item, int, _Item]] = []
     for view in views:
         if len(view.value) > 3:  # type: ignore[arg-type]
             continue
@@ -227,7 +227,6 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             hop = _call(state, "hop", (view, Header(headers[c])))
             if hop is None:
                 continue
-            hops.append((view, c, hop))
             for link in wanted:
                 _add_candidate(state, _call(state, "eq", (hop, _lit(link))), limits)
                 if negation:
@@ -248,7 +247,9 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             if number.span in view.used:
                 continue
             _add_candidate(state, _call(state, "eq", (count, _lit(number))), limits)
-            if "compare" in families:
+            quantity = literal_quantity(number.literal)
+            # "more than 1994 games" is not a reading: compare counts with numbers a count can reach
+            if "compare" in families and quantity is not None and 0 <= quantity.value <= len(all_rows.value):  # type: ignore[arg-type]
                 _add_candidate(state, _call(state, "greater", (count, _lit(number))), limits)
                 _add_candidate(state, _call(state, "less", (count, _lit(number))), limits)
         if view is not all_rows and "only" in families:
@@ -310,32 +311,73 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             freq = _call(state, "most_freq", (all_rows, Header(headers[c])))
             for link in column_links:
                 _add_candidate(state, _call(state, "eq", (freq, _lit(link))), limits)
-    # comparisons between two rows on the same column
-    if "compare" in families or "diff" in families or "same" in families:
-        single_hops: dict[int, list[tuple[_Item, _Item]]] = {}
-        for view, c, hop in hops:
-            if view in single and view.used:
-                single_hops.setdefault(c, []).append((view, hop))
-        for c, pairs in single_hops.items():
-            for i, (view_a, hop_a) in enumerate(pairs[:6]):
-                for view_b, hop_b in pairs[i + 1 : 6]:
-                    if view_a.value == view_b.value or view_a.used & view_b.used:
-                        continue
-                    for left, right in ((hop_a, hop_b), (hop_b, hop_a)):
-                        if c in numeric and "compare" in families:
-                            _add_candidate(state, _call(state, "greater", (left, right)), limits)
-                        if c in numeric and "diff" in families:
-                            diff = _call(state, "diff", (left, right))
-                            for number in numbers:
-                                if number.span not in left.used | right.used:
-                                    _add_candidate(state, _call(state, "eq", (diff, _lit(number))), limits)
-                    if "same" in families:
-                        _add_candidate(state, _call(state, "eq", (hop_a, hop_b)), limits)
-                    if "ordinal" in families or "compare" in families:
-                        _add_candidate(state, _call(state, "before", (view_a, view_b)), limits)
+    # comparisons between two rows on the same column ("X scored more than Y")
+    if families & {"compare", "diff", "same", "ordinal"}:
+        _row_comparisons(state, [v for v in single if v.used], agg_columns, numbers, families, limits)
+    # counts of two filters on the same column ("4 more jacksonian than anti-masonic members")
+    if families & {"compare", "diff"}:
+        counted = [v for v in first_level if v.node.func == "filter_eq"]  # type: ignore[union-attr]
+        for i, view_a in enumerate(counted[:6]):
+            for view_b in counted[i + 1 : 6]:
+                if view_a.used & view_b.used or view_a.node.args[1] != view_b.node.args[1]:  # type: ignore[union-attr]
+                    continue
+                count_a, count_b = _call(state, "count", (view_a,)), _call(state, "count", (view_b,))
+                for left, right in ((count_a, count_b), (count_b, count_a)):
+                    _add_candidate(state, _call(state, "greater", (left, right)), limits)
+                    diff = _call(state, "diff", (left, right))
+                    for number in numbers:
+                        if number.span not in view_a.used | view_b.used:
+                            _add_candidate(state, _call(state, "eq", (diff, _lit(number))), limits)
     # conjunctions of two partial programs that consume different entities
     _conjunctions(state, linking, limits)
     return list(state.candidates.values())
+
+
+def _row_comparisons(
+    state: _State,
+    rows: list[_Item],
+    agg_columns: list[int],
+    numbers: list[Link],
+    families: frozenset[str],
+    limits: SearchLimits,
+) -> None:
+    """greater / diff / eq / before between the values of two selected rows in one column."""
+    table = state.table
+    for i, view_a in enumerate(rows[:6]):
+        for view_b in rows[i + 1 : 6]:
+            if view_a.value == view_b.value or view_a.used & view_b.used:
+                continue
+            row_a, row_b = view_a.value[0], view_b.value[0]  # type: ignore[index]
+            filtered = set(view_a.node.headers) | set(view_b.node.headers)  # type: ignore[union-attr]
+            columns = (
+                list(agg_columns)
+                + [
+                    c
+                    for c in range(table.n_columns)
+                    if c not in agg_columns
+                    and table.rows[row_a][c].quantity is not None
+                    and table.rows[row_b][c].quantity is not None
+                ][:2]
+            )
+            for c in columns:
+                if table.header[c] in filtered:
+                    continue
+                hop_a = _call(state, "hop", (view_a, Header(table.header[c])))
+                hop_b = _call(state, "hop", (view_b, Header(table.header[c])))
+                if hop_a is None or hop_b is None:
+                    continue
+                for left, right in ((hop_a, hop_b), (hop_b, hop_a)):
+                    if "compare" in families:
+                        _add_candidate(state, _call(state, "greater", (left, right)), limits)
+                    if "diff" in families:
+                        diff = _call(state, "diff", (left, right))
+                        for number in numbers:
+                            if number.span not in left.used | right.used:
+                                _add_candidate(state, _call(state, "eq", (diff, _lit(number))), limits)
+                if "same" in families:
+                    _add_candidate(state, _call(state, "eq", (hop_a, hop_b)), limits)
+            if families & {"ordinal", "compare"}:
+                _add_candidate(state, _call(state, "before", (view_a, view_b)), limits)
 
 
 def _conjunctions(state: _State, linking: Linking, limits: SearchLimits) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tabverify.errors import ModelError
+from tabverify.program.ranker import comparison_order
 from tabverify.program.search import Candidate
 from tabverify.program.tree import Call
 from tabverify.program.triggers import TRIGGER_WORDS, active_families
@@ -95,6 +96,9 @@ def statement_features(
         )
         groups[f"{_shape(candidate.program)}|{coverage}"].append(candidate.value)
         groups[f"{candidate.program.func}|{coverage}"].append(candidate.value)
+        order = comparison_order(candidate.program, linking)
+        if order is not None:
+            groups[f"{_shape(candidate.program)}:{order}|{coverage}"].append(candidate.value)
     cues = sorted({t.stem for t in linking.tokens if t.stem in TRIGGER_WORDS and t.stem not in _LIGHT_WORDS})
     for key, values in groups.items():
         f[f"anyT:{key}"] = float(any(values))
