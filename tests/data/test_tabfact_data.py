@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tabverify.bench.tabfact import bootstrap_execution, load_examples, run_benchmark, search_recall
+from tabverify.bench.tabfact import (
+    TableCache,
+    bootstrap_execution,
+    load_examples,
+    run_benchmark,
+    search_recall,
+)
+from tabverify.verify import TableVerifier
 from tests.conftest import TABFACT, needs_tabfact
 
 pytestmark = [pytest.mark.data, needs_tabfact()]
@@ -28,7 +35,18 @@ def test_val_loader_and_channels() -> None:
 
 
 def test_val_sample_accuracy_is_well_above_chance() -> None:
-    result = run_benchmark(TABFACT, "val", limit=600)
-    assert result["n"] == 600
+    # every 20th val statement: both channels, 640 statements; the full split measures 68%
+    examples = load_examples(TABFACT, "val")[::20]
+    cache = TableCache(TABFACT)
+    verifier = TableVerifier()
+    correct = sum(
+        verifier.verify(cache.get(e.table_id), e.statement).entailed == bool(e.label) for e in examples
+    )
+    assert correct / len(examples) >= 0.62
+
+
+def test_benchmark_runner_on_a_slice() -> None:
+    result = run_benchmark(TABFACT, "val", limit=50)
+    assert result["n"] == 50
     assert result["metrics"]["failures"] == 0
-    assert result["metrics"]["accuracy"] >= 0.58
+    assert len(result["predictions"]) == 50

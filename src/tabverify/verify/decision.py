@@ -77,7 +77,7 @@ def statement_features(
     entities = {link.span for link in linking.cells} | {link.span for link in linking.numbers}
     if not candidates:
         f["no_candidates"] = 1.0
-        return f
+        return _crossed(f, families)
     f["top_true"] = float(candidates[0].value)
     f[f"top:{_shape(candidates[0].program)}|{candidates[0].value}"] = 1.0
     f["vote"] = float(sum(p for c, p in zip(candidates, probabilities, strict=True) if c.value))
@@ -120,6 +120,35 @@ def statement_features(
         numbers = {n.span for n in linking.numbers} - {c.span for c in linking.cells}
         if numbers:
             f["numbers_supported"] = len(supported & numbers) / len(numbers)
+    return _crossed(f, families)
+
+
+# summary features that mean different things for different kinds of statement
+_SUMMARY = (
+    "row_all",
+    "row_cov",
+    "num_in_row",
+    "supported_frac",
+    "vote",
+    "top_true",
+    "full_cover",
+    "unlinked",
+    "vote_max_cover",
+    "numbers_supported",
+    "refuted_only_frac",
+    "no_cell_link",
+    "partial_links",
+)
+
+
+def _crossed(f: dict[str, float], families: frozenset[str]) -> dict[str, float]:
+    present = [k for k in _SUMMARY if k in f]
+    for key in present:
+        for family in families:
+            f[f"fam:{family}|{key}"] = f[key]
+    for i, a in enumerate(present):
+        for b in present[i + 1 :]:
+            f[f"{a}*{b}"] = f[a] * f[b]
     return f
 
 
@@ -127,7 +156,7 @@ class VerdictModel:
     """Logistic regression over sparse statement features (full-batch Adam, L2)."""
 
     def __init__(
-        self, l2: float = 1e-3, iterations: int = 400, learning_rate: float = 0.05, min_count: int = 3
+        self, l2: float = 1e-4, iterations: int = 800, learning_rate: float = 0.05, min_count: int = 10
     ) -> None:
         self.l2 = l2
         self.iterations = iterations
