@@ -11,12 +11,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from tabverify.errors import ModelError
+from tabverify.models import TRAIN_HINT, read_arrays
 from tabverify.program.search import Candidate
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
 from tabverify.program.triggers import TRIGGER_WORDS
@@ -234,20 +234,9 @@ class Ranker:
             ModelError: the file is missing or not a ranker file.
         """
         ranker = cls()
-        try:
-            if path is None:
-                with resources.files("tabverify").joinpath("models", WEIGHTS_FILE).open("rb") as handle:
-                    data = np.load(handle)
-                    data = {k: data[k] for k in data.files}
-            else:
-                with np.load(path) as loaded:
-                    data = {k: loaded[k] for k in loaded.files}
-        except (OSError, ValueError, KeyError) as exc:
-            where = path or f"the package's {WEIGHTS_FILE}"
-            raise ModelError(
-                f"cannot load ranker weights from {where}: {exc}; "
-                "train them with `tabverify train tabfact --data DIR`"
-            ) from exc
+        data = read_arrays(WEIGHTS_FILE, path)
+        if "n_features" not in data or "indices" not in data:
+            raise ModelError(f"{path or WEIGHTS_FILE} is not a ranker file; {TRAIN_HINT}")
         if int(data["n_features"][0]) != N_FEATURES:
             raise ModelError(f"ranker file {path} was trained with a different feature size")
         ranker.weights[data["indices"]] = data["values"].astype(np.float64)

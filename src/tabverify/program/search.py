@@ -185,7 +185,8 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
                     for func in ("filter_greater", "filter_less"):
                         _add_view(state, _call(state, func, (view, Header(headers[c]), _lit(number))), limits)
     # ---- superlative and ordinal views
-    bases = [all_rows] + first_level[:6]
+    # a superlative needs rows to choose among
+    bases = [all_rows] + [v for v in first_level if len(v.value) > 1][:6]  # type: ignore[arg-type]
     if "superlative" in families:
         for base in bases:
             for c in agg_columns:
@@ -249,7 +250,8 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
             _add_candidate(state, _call(state, "eq", (count, _lit(number))), limits)
             quantity = literal_quantity(number.literal)
             # "more than 1994 games" is not a reading: compare counts with numbers a count can reach
-            if "compare" in families and quantity is not None and 0 <= quantity.value <= len(all_rows.value):  # type: ignore[arg-type]
+            reachable = quantity is not None and 0 <= quantity.value <= len(all_rows.value)  # type: ignore[arg-type]
+            if "compare" in families and reachable and number.literal[:1].isdigit():
                 _add_candidate(state, _call(state, "greater", (count, _lit(number))), limits)
                 _add_candidate(state, _call(state, "less", (count, _lit(number))), limits)
         if view is not all_rows and "only" in families:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from tabverify.errors import ModelError
+from tabverify.models import TRAIN_HINT, read_arrays
 from tabverify.program.ranker import comparison_order
 from tabverify.program.search import Candidate
 from tabverify.program.tree import Call
@@ -241,22 +241,10 @@ class VerdictModel:
             ModelError: the file is missing or unreadable.
         """
         model = cls()
-        try:
-            if path is None:
-                with (
-                    resources.files("tabverify").joinpath("models", MODEL_FILE).open("rb") as handle,
-                    np.load(handle) as data,
-                ):
-                    weights, vocabulary = data["weights"], data["vocabulary"]
-            else:
-                with np.load(path) as data:
-                    weights, vocabulary = data["weights"], data["vocabulary"]
-        except (OSError, ValueError, KeyError) as exc:
-            where = path or f"the package's {MODEL_FILE}"
-            raise ModelError(
-                f"cannot load the verdict model from {where}: {exc}; "
-                "train it with `tabverify train tabfact --data DIR`"
-            ) from exc
+        data = read_arrays(MODEL_FILE, path)
+        if "weights" not in data or "vocabulary" not in data:
+            raise ModelError(f"{path or MODEL_FILE} is not a verdict model file; {TRAIN_HINT}")
+        weights, vocabulary = data["weights"], data["vocabulary"]
         keys = json.loads(bytes(vocabulary).decode())
         model.vocabulary = {k: i for i, k in enumerate(keys)}
         model.weights = weights.astype(np.float64)
