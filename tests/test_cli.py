@@ -105,6 +105,7 @@ def test_bench_tabfact_writes_result_file(tmp_path: Path) -> None:
     assert data["benchmark"] == "tabfact" and data["split"] == "val" and data["n"] == 3
     assert 0.0 <= data["metrics"]["accuracy"] <= 1.0
     assert data["metrics"]["n_simple"] == 3
+    assert "tabfact val: 3/3" in result.stderr  # progress, one line per 10% when not on a terminal
     assert {"table", "statement", "label", "predicted", "program"} <= set(data["predictions"][0])
 
 

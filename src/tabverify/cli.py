@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeRemainingColumn
 from rich.table import Table as RichTable
 
 from tabverify.errors import TabverifyError
@@ -46,6 +49,38 @@ def _load(path: Path, caption: str = "") -> Table:
         return load_table(path, caption=caption)
     except TabverifyError as exc:
         raise _fail(str(exc)) from None
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress reporter ``(stage, done, total)``: bars on a terminal, a line per 10% otherwise
+    (CI logs, files)."""
+    if err.is_terminal:
+        columns = (
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=err, transient=True) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def update(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            yield update
+        return
+    reported: dict[str, int] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        tenth = done * 10 // max(total, 1)
+        if reported.get(stage, -1) < tenth:
+            reported[stage] = tenth
+            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+    yield report
 
 
 def render_table(table: Table, evidence: set[CellRef], max_rows: int = 40) -> RichTable:
@@ -179,8 +214,6 @@ def bench_tabfact(
     out_file: Annotated[Path | None, typer.Option("--out", help="Write the JSON result here")] = None,
 ) -> None:
     """Run the TabFact benchmark: accuracy (and the simple/complex channels on val)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     from tabverify.bench.tabfact import SPLITS, run_benchmark
 
     if split not in SPLITS or split == "train":
@@ -188,22 +221,14 @@ def bench_tabfact(
     if not data.is_dir():
         raise _fail(f"--data {data}: not a folder")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"tabfact {split}", total=None)
+    with _progress() as progress:
         try:
             result = run_benchmark(
                 data,
                 split,
                 limit=limit,
                 jobs=jobs,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                progress=lambda done, total: progress(f"tabfact {split}", done, total),
             )
         except TabverifyError as exc:
             raise _fail(str(exc)) from None
@@ -237,24 +262,13 @@ def train_tabfact(
     ] = None,
 ) -> None:
     """Train the ranker (weak supervision) and the verdict model on the train split."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress
-
     from tabverify.bench.tabfact import train_models
     from tabverify.program.ranker import WEIGHTS_FILE
     from tabverify.verify.decision import MODEL_FILE
 
     target = out_dir or Path(__file__).parent / "models"
     target.mkdir(parents=True, exist_ok=True)
-    with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), console=err
-    ) as bar:
-        tasks: dict[str, int] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done)
-
+    with _progress() as progress:
         try:
             ranker, model = train_models(
                 data, ranker_tables, verdict_tables, jobs=jobs, seed=seed, progress=progress
