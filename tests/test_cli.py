@@ -71,7 +71,7 @@ def test_program_run_bad_program_exits_2(election_path: Path) -> None:
 
 
 def test_help_has_examples() -> None:
-    for command in (["check"], ["program", "run"], ["bench", "tabfact"], ["train", "tabfact"]):
+    for command in ([], ["check"], ["program", "run"], ["bench", "tabfact"], ["train", "tabfact"]):
         result = run(*command, "--help")
         assert result.returncode == 0
         assert "Example" in result.stdout

@@ -20,6 +20,14 @@ from tabverify.table import CellRef, Table, load_table
 
 app = typer.Typer(
     help="Check text against structured evidence, and measure how well the checking works.",
+    epilog="""Examples:
+
+  tabverify check results.csv "the hawks won both games against dayton"
+
+  tabverify program run results.csv "eq{count{filter_eq{all_rows; opponent; dayton}}; 2}"
+
+  tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2
+""",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
