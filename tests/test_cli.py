@@ -52,6 +52,22 @@ def test_check_exit_code_2_on_bad_table(tmp_path: Path, content: bytes) -> None:
 def test_check_missing_file_and_missing_statement(tmp_path: Path, election_path: Path) -> None:
     assert run("check", str(tmp_path / "none.csv"), "x").returncode == 2
     assert run("check", str(election_path)).returncode == 2
+    folder = run("check", str(tmp_path), "x")
+    assert folder.returncode == 2 and "is a folder" in folder.stderr
+
+
+def test_check_header_only_table_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "header.csv"
+    path.write_text("team,points\n", encoding="utf-8")
+    result = run("check", str(path), "the hawks have 3 points")
+    assert result.returncode == 2
+    assert "no data rows" in result.stderr
+
+
+def test_check_marks_evidence_cells_off_a_terminal(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones be first elected in 1986")
+    assert "*mary jones*" in result.stdout
+    assert "*cell* = evidence read by the program" in result.stdout
 
 
 def test_program_run_prints_value_on_last_line(election_path: Path) -> None:

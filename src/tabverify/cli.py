@@ -91,13 +91,17 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
     yield report
 
 
+def print_evidence(table: Table, evidence: set[CellRef]) -> None:
+    """Print the table with its evidence cells marked (and, off a terminal, what the marks mean)."""
+    out.print(render_table(table, evidence))
+    if not out.is_terminal:
+        out.print("  *cell* = evidence read by the program")
+
+
 def render_table(table: Table, evidence: set[CellRef], max_rows: int = 40) -> RichTable:
     """The table for the terminal, evidence cells highlighted; long tables keep evidence rows."""
-    view = RichTable(
-        show_lines=False,
-        title=table.caption or table.name or None,
-        caption=None if out.is_terminal else "*cell* = evidence read by the program",
-    )
+    view = RichTable(show_lines=False, title=table.caption or table.name or None)
+
     view.add_column("#", style="dim", justify="right")
     for header in table.header:
         view.add_column(header)
@@ -164,7 +168,7 @@ def check(
             else:
                 out.print("  program: none found (the statement's values could not be linked to the table)")
             if verdict.evidence:
-                out.print(render_table(table, set(verdict.evidence)))
+                print_evidence(table, set(verdict.evidence))
     raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
 
 
@@ -190,7 +194,7 @@ def program_run(
     except TabverifyError as exc:
         raise _fail(str(exc)) from None
     if execution.evidence:
-        out.print(render_table(table, set(execution.evidence)))
+        print_evidence(table, set(execution.evidence))
     print(execution.display)
 
 

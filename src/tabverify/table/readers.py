@@ -141,6 +141,8 @@ def load_table(source: str | Path | Any, caption: str = "", fmt: str = "auto") -
     if hasattr(source, "columns") and hasattr(source, "itertuples"):
         return from_dataframe(source, caption=caption)
     path = Path(source)
+    if path.is_dir():
+        raise TableError(f"{path}: is a folder, expected a table file")
     if fmt == "auto":
         name = path.name.lower()
         if name.endswith(".json"):

@@ -62,6 +62,10 @@ class TableVerifier:
         """Decide ENTAILED or REFUTED, with the best program as evidence."""
         if not statement or not statement.strip():
             raise TabverifyError("the statement is empty; give a sentence to check against the table")
+        if not table.data_row_indices:
+            raise TabverifyError(
+                f"{table.name or 'the table'} has no data rows: nothing to check a statement against"
+            )
         linking, ranked, probabilities = self.candidates(table, statement)
         p_entailed = self.model.probability(statement_features(table, linking, ranked, probabilities))
         wanted = p_entailed >= 0.5
