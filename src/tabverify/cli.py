@@ -41,8 +41,8 @@ app.add_typer(program_app, name="program")
 app.add_typer(bench_app, name="bench")
 app.add_typer(train_app, name="train")
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
