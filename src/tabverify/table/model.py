@@ -133,7 +133,9 @@ class Table:
     def data_row_indices(self) -> tuple[int, ...]:
         """Indices of the rows that are data, not a summary: a row labelled "total" in one of its
         first two cells is left out, as readers of the table leave it out of counts and maxima."""
-        return tuple(i for i, row in enumerate(self.rows) if not _is_summary_row(row))
+        data = tuple(i for i, row in enumerate(self.rows) if not _is_summary_row(row))
+        # a table whose every row carries such a label is a table of labels, not of summaries
+        return data if data else tuple(range(self.n_rows))
 
     def __iter__(self) -> Iterator[tuple[Cell, ...]]:
         return iter(self.rows)

@@ -62,7 +62,7 @@ class TableVerifier:
         """Decide ENTAILED or REFUTED, with the best program as evidence."""
         if not statement or not statement.strip():
             raise TabverifyError("the statement is empty; give a sentence to check against the table")
-        if not table.data_row_indices:
+        if not table.n_rows:
             raise TabverifyError(
                 f"{table.name or 'the table'} has no data rows: nothing to check a statement against"
             )
