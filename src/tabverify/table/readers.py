@@ -14,7 +14,8 @@ from tabverify.table.model import Table
 _MAX_BYTES = 50_000_000
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """The text of a file, with clear errors for missing, folder, empty, huge, binary or non-UTF-8 files."""
     if not path.exists():
         raise TableError(f"{path}: no such file")
     if path.is_dir():
@@ -56,7 +57,7 @@ def _from_grid(grid: list[list[str]], source: str, caption: str, name: str) -> T
 def read_tabfact_csv(path: str | Path, caption: str = "") -> Table:
     """Read a table in the TabFact release format: '#'-delimited, first line is the header."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     grid = [line.split("#") for line in text.splitlines()]
     return _from_grid(grid, str(path), caption, path.name)
 
@@ -64,14 +65,15 @@ def read_tabfact_csv(path: str | Path, caption: str = "") -> Table:
 def read_csv(path: str | Path, delimiter: str | None = None, caption: str = "") -> Table:
     """Read an ordinary CSV or TSV file (delimiter sniffed when not given)."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     if delimiter is None:
-        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else _sniff_delimiter(text)
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else sniff_delimiter(text)
     grid = list(csv.reader(io.StringIO(text), delimiter=delimiter))
     return _from_grid(grid, str(path), caption, path.name)
 
 
-def _sniff_delimiter(text: str) -> str:
+def sniff_delimiter(text: str) -> str:
+    """The most likely delimiter of a CSV-like text (comma when unsure)."""
     sample = text[:20000]
     try:
         return csv.Sniffer().sniff(sample, delimiters=",;\t|#").delimiter
@@ -82,7 +84,7 @@ def _sniff_delimiter(text: str) -> str:
 def read_json(path: str | Path, caption: str = "") -> Table:
     """Read JSON records (``[{"col": value, ...}, ...]``) or ``{"header": [...], "rows": [[...]]}``."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -152,7 +154,7 @@ def load_table(source: str | Path | Any, caption: str = "", fmt: str = "auto") -
         elif name.endswith(".html.csv"):
             fmt = "tabfact"
         elif name.endswith(".csv") or name.endswith(".txt"):
-            text = _read_text(path)
+            text = read_text(path)
             first = text.splitlines()[0]
             fmt = (
                 "tabfact"

@@ -1,0 +1,277 @@
+"""Cell matching: which target cells hold the same number with the same meaning as a source cell.
+
+Meaning is read from the table's structure rather than its words: the rows and columns of a copied
+block keep their order, so a target row corresponds to one source row and a target column to one
+source column (or, for a transposed copy, rows to columns). The correspondence is voted by the
+values the two tables share, ambiguous values voting less; a cell pair is reported when its row and
+column correspond and its values agree (exactly, after rounding, or after a x100 scale). Repeated
+values with different meanings are thus told apart by where they sit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+
+from tabverify.table.grid import Grid
+from tabverify.table.scientific import Agreement, Measurement, compare
+
+Position = tuple[int, int]
+_ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)
+_HUNDRED = Decimal(100)
+AGREEMENT_WEIGHT = {Agreement.EXACT: 1.0, Agreement.ROUNDED: 0.8, Agreement.SCALED: 0.7}
+UNLABELLED_FACTOR = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class CellPair:
+    """A target cell and the source cell it was copied from.
+
+    Attributes:
+        target, source: (row, column) on the expanded grids, header rows included.
+        agreement: how the two values relate (exact, rounded, scaled; ``different`` in discrepancies).
+    """
+
+    target: Position
+    source: Position
+    agreement: Agreement
+    labelled: bool = False
+
+    @property
+    def weight(self) -> float:
+        """Evidence the pair gives: its agreement weight, full when the row labels or column headers
+        share a word, a quarter when only the values agree."""
+        return AGREEMENT_WEIGHT.get(self.agreement, 0.0) * (1.0 if self.labelled else UNLABELLED_FACTOR)
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "target": list(self.target),
+            "source": list(self.source),
+            "agreement": str(self.agreement),
+            "labels_agree": self.labelled,
+        }
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How the rows and columns of a target table correspond to those of a source table.
+
+    Attributes:
+        rows: target row -> source row (for a transposed copy: target row -> source column).
+        columns: target column -> source column (transposed: target column -> source row).
+        transposed: True when the target's rows are the source's columns.
+        pairs: the cell pairs whose values agree, one-to-one.
+        support: the summed :attr:`CellPair.weight` of ``pairs`` (the evidence for this source table).
+    """
+
+    rows: dict[int, int]
+    columns: dict[int, int]
+    transposed: bool
+    pairs: tuple[CellPair, ...]
+    support: float
+
+    def source_position(self, target: Position) -> Position | None:
+        """The source position a target position corresponds to, or None when its row or column
+        has no counterpart."""
+        row, column = self.rows.get(target[0]), self.columns.get(target[1])
+        if row is None or column is None:
+            return None
+        return (column, row) if self.transposed else (row, column)
+
+
+def _key(value: Decimal) -> Decimal:
+    return value.normalize()
+
+
+def _variants(m: Measurement) -> set[Decimal]:
+    """Values ``m`` may be written as elsewhere: itself, rounded to fewer digits, times or over 100."""
+    keys = set()
+    for base in (m.value, m.value * _HUNDRED, m.value / _HUNDRED):
+        keys.add(_key(base))
+        exponent = base.as_tuple().exponent
+        if not isinstance(exponent, int):
+            continue
+        for e in range(exponent + 1, min(1, base.adjusted() + 1)):
+            quantum = Decimal(1).scaleb(e)
+            for rounding in _ROUNDINGS:
+                try:
+                    keys.add(_key(base.quantize(quantum, rounding=rounding)))
+                except InvalidOperation:
+                    continue
+    return keys
+
+
+def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Position, Agreement]]]:
+    """For each target number, the source numbers whose values agree with it (any position)."""
+    index: dict[Decimal, list[Position]] = defaultdict(list)
+    source_numbers = {p: m for p, m in source.data_measurements.items() if not m.multi}
+    for position, m in source_numbers.items():
+        for key in _variants(m):
+            index[key].append(position)
+    found: dict[Position, list[tuple[Position, Agreement]]] = {}
+    for position, m in target.data_measurements.items():
+        if m.multi:
+            continue
+        seen: set[Position] = set()
+        options = []
+        for key in _variants(m):
+            for s in index.get(key, ()):
+                if s in seen:
+                    continue
+                seen.add(s)
+                agreement = compare(m, source_numbers[s])
+                if agreement is not Agreement.DIFFERENT:
+                    options.append((s, agreement))
+        if options:
+            found[position] = sorted(options)
+    return found
+
+
+def _best_map(votes: dict[tuple[int, int], float]) -> dict[int, int]:
+    """A one-to-one map from target to source indices, taking the strongest votes first."""
+    mapping: dict[int, int] = {}
+    taken: set[int] = set()
+    for (t, s), _ in sorted(votes.items(), key=lambda item: (-item[1], item[0])):
+        if t not in mapping and s not in taken:
+            mapping[t] = s
+            taken.add(s)
+    return mapping
+
+
+_LABEL_WORD = re.compile(r"[a-z]{2,}|\d+")
+_CITATION = re.compile(r"\[[^\]]*\]|\([^)]*\d{4}[^)]*\)|\bDBLP:\S+|\b[a-z]+\d{4}[a-z]+\b", re.IGNORECASE)
+_LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
+# words that name no particular row or column ("Ours" names a different method in each paper)
+_GENERIC = {"ours", "our", "the", "of", "and", "with", "method", "methods", "model", "models", "et", "al"}
+
+
+def label_words(text: str) -> frozenset[str]:
+    """The words of a row or column label: citations ("[12]", "DBLP:...", "(Smith 2021)"), LaTeX
+    commands, one-letter words and generic words ("ours", "method") removed."""
+    text = _LATEX_COMMAND.sub(" ", _CITATION.sub(" ", text)).lower()
+    return frozenset(w for w in _LABEL_WORD.findall(text) if w not in _GENERIC)
+
+
+def _trigrams(words: frozenset[str]) -> set[str]:
+    grams = set()
+    for word in words:
+        if not word.isdigit():
+            padded = f" {word} "
+            grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return grams
+
+
+def same_name(a: str, b: str) -> bool:
+    """Two row or column labels name the same thing: half of all their words are shared ("Swin-T [20]
+    Transformer" / "Swin-T"), or their letters nearly agree and their numbers are the same
+    ("CasMVSNet" / "CascadeMVSNet"; not "ResNet-18" / "ResNet-50")."""
+    x, y = label_words(a), label_words(b)
+    if not x or not y:
+        return False
+    if len(x & y) * 2 >= len(x | y):
+        return True
+    if {w for w in x if w.isdigit()} != {w for w in y if w.isdigit()}:
+        return False
+    gx, gy = _trigrams(x), _trigrams(y)
+    return bool(gx and gy) and 4 * len(gx & gy) >= len(gx) + len(gy)  # Dice >= 0.5
+
+
+def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _align(
+    target: Grid,
+    source: Grid,
+    candidates: dict[Position, list[tuple[Position, Agreement]]],
+    transposed: bool,
+) -> Alignment:
+    def source_axes(s: Position) -> Position:
+        return (s[1], s[0]) if transposed else s
+
+    # first pass: row and column votes from every candidate, ambiguous values voting less
+    row_votes: dict[tuple[int, int], float] = defaultdict(float)
+    column_votes: dict[tuple[int, int], float] = defaultdict(float)
+    for (tr, tc), options in candidates.items():
+        weight = 1.0 / len(options)
+        for s, agreement in options:
+            sr, sc = source_axes(s)
+            row_votes[(tr, sr)] += weight * AGREEMENT_WEIGHT[agreement]
+            column_votes[(tc, sc)] += weight * AGREEMENT_WEIGHT[agreement]
+    columns = _best_map(column_votes)
+    # second pass: rows voted only by candidates in the chosen columns, then columns by those rows
+    row_votes = defaultdict(float)
+    for (tr, tc), options in candidates.items():
+        for s, agreement in options:
+            sr, sc = source_axes(s)
+            if columns.get(tc) == sc:
+                row_votes[(tr, sr)] += AGREEMENT_WEIGHT[agreement]
+    if not transposed:
+        # rows whose labels share words ("Swin-S [31]" / "Swin-S") win over rows that merely share
+        # values: a tie-breaker among rows with value support, never a reason on its own
+        target_labels = {tr: label_words(target.row_label(tr)) for tr, _ in row_votes}
+        source_labels = {sr: label_words(source.row_label(sr)) for _, sr in row_votes}
+        for tr, sr in list(row_votes):
+            row_votes[(tr, sr)] += _similarity(target_labels[tr], source_labels[sr])
+    rows = _best_map(row_votes)
+    column_votes = defaultdict(float)
+    for (tr, tc), options in candidates.items():
+        for s, agreement in options:
+            sr, sc = source_axes(s)
+            if rows.get(tr) == sr:
+                column_votes[(tc, sc)] += AGREEMENT_WEIGHT[agreement]
+    columns = _best_map(column_votes)
+    scored = []
+    for (tr, tc), options in candidates.items():
+        for s, agreement in options:
+            sr, sc = source_axes(s)
+            if rows.get(tr) == sr and columns.get(tc) == sc:
+                scored.append((AGREEMENT_WEIGHT[agreement], (tr, tc), s, agreement))
+    pairs = [_labelled(target, source, p) for p in _one_to_one(scored)]
+    support = sum(p.weight for p in pairs)
+    return Alignment(rows, columns, transposed, tuple(pairs), support)
+
+
+def _labelled(target: Grid, source: Grid, pair: CellPair) -> CellPair:
+    rows_agree = bool(
+        label_words(target.row_label(pair.target[0])) & label_words(source.row_label(pair.source[0]))
+    )
+    columns_agree = bool(
+        label_words(target.column_label(pair.target[1])) & label_words(source.column_label(pair.source[1]))
+    )
+    return CellPair(pair.target, pair.source, pair.agreement, rows_agree or columns_agree)
+
+
+def _one_to_one(scored: Iterable[tuple[float, Position, Position, Agreement]]) -> list[CellPair]:
+    used_target: set[Position] = set()
+    used_source: set[Position] = set()
+    pairs = []
+    for _, t, s, agreement in sorted(scored, key=lambda x: (-x[0], x[1], x[2])):
+        if t in used_target or s in used_source:
+            continue
+        used_target.add(t)
+        used_source.add(s)
+        pairs.append(CellPair(t, s, agreement))
+    return sorted(pairs, key=lambda p: p.target)
+
+
+def align(target: Grid, source: Grid) -> Alignment:
+    """The row/column correspondence between a target and a source table, and the agreeing pairs.
+
+    Both orientations are tried (the source as is, and transposed); the one with more support wins.
+    """
+    candidates = candidate_pairs(target, source)
+    straight = _align(target, source, candidates, transposed=False)
+    if not candidates:
+        return straight
+    flipped = _align(target, source, candidates, transposed=True)
+    return flipped if flipped.support > straight.support else straight
+
+
+def match_cells(target: Grid, source: Grid) -> list[CellPair]:
+    """Pairs of cells holding the same number with the same meaning, one-to-one (see :func:`align`)."""
+    return list(align(target, source).pairs)

@@ -1,0 +1,170 @@
+"""Grids: tables as laid out on the page, header rows included, spans expanded.
+
+A :class:`Grid` is what the HTML, LaTeX, Markdown and CSV readers produce. Position ``(row, column)``
+is 0-based over every row of the table (header rows too) on the rowspan/colspan-expanded grid: a cell
+with ``colspan=3`` fills three positions, each holding the cell's text and pointing to its origin (the
+top-left position). This is the index convention of the arXiVeri annotations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from tabverify.table.model import Table
+from tabverify.table.scientific import Measurement, parse_measurement
+
+
+@dataclass(frozen=True, slots=True)
+class GridCell:
+    """One position of a grid.
+
+    Attributes:
+        text: the text of the cell covering this position (tags removed, whitespace kept).
+        header: True for header cells (``<th>``, ``<thead>`` rows, rows above a LaTeX/Markdown rule).
+        origin: the top-left position of the cell covering this one (itself unless spanned).
+        filler: True when no cell of the source covers this position (short rows are padded).
+    """
+
+    text: str
+    header: bool = False
+    origin: tuple[int, int] = (0, 0)
+    filler: bool = False
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A rectangular grid of cells with its caption.
+
+    Build one with :meth:`from_rows` or a reader (:func:`tabverify.table.read_html_tables`,
+    :func:`tabverify.table.read_latex_tables`, :func:`tabverify.table.read_markdown_table`,
+    :func:`tabverify.table.load_grid`).
+    """
+
+    cells: tuple[tuple[GridCell, ...], ...]
+    caption: str = ""
+    name: str = ""
+
+    @classmethod
+    def from_rows(
+        cls, rows: Sequence[Sequence[str]], header_rows: int = 1, caption: str = "", name: str = ""
+    ) -> Grid:
+        """A grid from rows of text; the first ``header_rows`` rows are headers; short rows are padded."""
+        width = max((len(r) for r in rows), default=0)
+        built = []
+        for i, row in enumerate(rows):
+            built.append(
+                tuple(
+                    GridCell(str(row[j]) if j < len(row) else "", i < header_rows, (i, j), j >= len(row))
+                    for j in range(width)
+                )
+            )
+        return cls(tuple(built), caption, name)
+
+    @classmethod
+    def from_table(cls, table: Table) -> Grid:
+        """A grid whose first row is the table's header."""
+        rows = [list(table.header)] + [[c.text for c in row] for row in table.rows]
+        return cls.from_rows(rows, 1, table.caption, table.name)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of grid rows, header rows included."""
+        return len(self.cells)
+
+    @property
+    def n_columns(self) -> int:
+        """Number of grid columns."""
+        return len(self.cells[0]) if self.cells else 0
+
+    def __getitem__(self, position: tuple[int, int]) -> GridCell:
+        return self.cells[position[0]][position[1]]
+
+    def __iter__(self) -> Iterator[tuple[GridCell, ...]]:
+        return iter(self.cells)
+
+    def text(self, row: int, column: int) -> str:
+        """The stripped text at a position."""
+        return self.cells[row][column].text.strip()
+
+    def is_origin(self, row: int, column: int) -> bool:
+        """True when the position is the top-left corner of its cell (not a spanned copy)."""
+        return self.cells[row][column].origin == (row, column)
+
+    @cached_property
+    def measurements(self) -> dict[tuple[int, int], Measurement]:
+        """The numbers of the grid: each origin position whose text reads as a number."""
+        found = {}
+        for i, row in enumerate(self.cells):
+            for j, cell in enumerate(row):
+                if cell.origin == (i, j) and not cell.filler:
+                    m = parse_measurement(cell.text)
+                    if m is not None:
+                        found[(i, j)] = m
+        return found
+
+    @cached_property
+    def data_measurements(self) -> dict[tuple[int, int], Measurement]:
+        """The numbers below the header rows (header numbers such as "20%" noise ratios or epoch
+        counts are labels, not results)."""
+        first = self.header_row_count
+        return {p: m for p, m in self.measurements.items() if p[0] >= first}
+
+    def row_label(self, row: int) -> str:
+        """The text that names a row: its cells left of the first number (stripped, joined)."""
+        parts: list[str] = []
+        for cell in self.cells[row]:
+            if cell.origin in self.measurements:
+                break
+            text = cell.text.strip()
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        return " ".join(parts)
+
+    def column_label(self, column: int) -> str:
+        """The header text above a column: its header-row cells, top to bottom, repeats removed."""
+        parts: list[str] = []
+        for i in range(self.header_row_count):
+            text = self.cells[i][column].text.strip()
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        return " / ".join(parts)
+
+    @cached_property
+    def header_row_count(self) -> int:
+        """Rows at the top that are headers: marked as such, or (when none are marked) the rows before
+        the first row holding a number outside its first column."""
+        marked = 0
+        for row in self.cells:
+            if (
+                row
+                and all(c.header or c.filler or not c.text.strip() for c in row)
+                and any(c.header for c in row)
+            ):
+                marked += 1
+            else:
+                break
+        if marked:
+            return marked
+        for i, row in enumerate(self.cells):
+            if any((i, j) in self.measurements for j in range(1, len(row))):
+                return i
+        return min(1, self.n_rows)
+
+    def to_table(self) -> Table:
+        """The grid as a :class:`Table`: header rows joined into one header, spans repeated."""
+        header = [self.column_label(j) or f"column {j + 1}" for j in range(self.n_columns)]
+        rows = [[c.text.strip() for c in row] for row in self.cells[self.header_row_count :]]
+        return Table.from_rows(header, rows, caption=self.caption, name=self.name)
+
+    def to_markdown(self) -> str:
+        """The grid as a Markdown table (first row as the header), for display and logs."""
+        if not self.cells:
+            return ""
+        lines = []
+        for i, row in enumerate(self.cells):
+            lines.append("| " + " | ".join(c.text.strip().replace("|", "\\|") for c in row) + " |")
+            if i == 0:
+                lines.append("|" + "---|" * len(row))
+        return "\n".join(lines)

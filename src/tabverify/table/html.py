@@ -1,0 +1,217 @@
+"""HTML tables to :class:`Grid`: rowspan/colspan expanded, header rows kept, captions found.
+
+Parsing uses the standard library's tolerant ``html.parser``: it never resolves external entities,
+loads DTDs or fetches anything, and it survives malformed markup (unclosed cells and rows, stray
+tags). Tables nested inside a cell become part of that cell's text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from tabverify.errors import TableError
+from tabverify.table.grid import Grid, GridCell
+
+MAX_SPAN = 1000  # larger spans are treated as this (HTML caps colspan at 1000 too)
+_SKIP = {"script", "style", "head", "title", "annotation", "annotation-xml"}
+_BREAKS = {"br", "p", "div", "li"}
+
+
+@dataclass
+class _RawCell:
+    text: list[str] = field(default_factory=list)
+    header: bool = False
+    rowspan: int = 1
+    colspan: int = 1
+
+
+@dataclass
+class _RawTable:
+    rows: list[list[_RawCell]] = field(default_factory=list)
+    row_is_head: list[bool] = field(default_factory=list)
+    caption: list[str] = field(default_factory=list)
+
+
+class _TableParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[_RawTable] = []
+        self._stack: list[_RawTable] = []  # open tables (only the outermost is structured)
+        self._cell: _RawCell | None = None
+        self._in_head = False
+        self._in_caption = False
+        self._skip = 0
+        self._depth = 0
+        self._figures: list[tuple[int, list[str], list[_RawTable]]] = []  # (depth, caption, tables)
+        self._in_figcaption: list[str] | None = None
+
+    # structure -----------------------------------------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP:
+            self._skip += 1
+            return
+        self._depth += 1
+        if tag == "figure":
+            self._figures.append((self._depth, [], []))
+        elif tag == "figcaption" and self._figures and not self._stack:
+            self._in_figcaption = self._figures[-1][1]
+        elif tag == "table":
+            if self._stack:  # nested table: its text joins the enclosing cell
+                self._stack.append(self._stack[-1])
+                return
+            table = _RawTable()
+            self._stack.append(table)
+            self.tables.append(table)
+            if self._figures:
+                self._figures[-1][2].append(table)
+        elif not self._stack or len(self._stack) > 1:
+            if tag in _BREAKS:
+                self._text(" ")
+            return
+        elif tag == "thead":
+            self._in_head = True
+        elif tag in ("tbody", "tfoot"):
+            self._in_head = False
+        elif tag == "caption":
+            self._in_caption = True
+        elif tag == "tr":
+            self._close_cell()
+            self._new_row()
+        elif tag in ("td", "th"):
+            self._close_cell()
+            table = self._stack[-1]
+            if not table.rows:
+                self._new_row()
+            values = dict(attrs)
+            self._cell = _RawCell(
+                header=tag == "th",
+                rowspan=_span(values.get("rowspan")),
+                colspan=_span(values.get("colspan")),
+            )
+            table.rows[-1].append(self._cell)
+        elif tag in _BREAKS:
+            self._text(" ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BREAKS:
+            self._text(" ")
+        elif tag not in _SKIP:
+            self.handle_starttag(tag, attrs)
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP:
+            self._skip = max(0, self._skip - 1)
+            return
+        if tag == "figure" and self._figures:
+            depth, caption, tables = self._figures.pop()
+            for table in tables:
+                if not table.caption:
+                    table.caption = caption
+        elif tag == "figcaption":
+            self._in_figcaption = None
+        elif tag == "table" and self._stack:
+            if len(self._stack) == 1:
+                self._close_cell()
+                self._in_head = False
+            self._stack.pop()
+        elif len(self._stack) == 1:
+            if tag in ("td", "th"):
+                self._close_cell()
+            elif tag == "thead":
+                self._in_head = False
+            elif tag == "caption":
+                self._in_caption = False
+        self._depth = max(0, self._depth - 1)
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self._text(data)
+
+    # helpers -------------------------------------------------------------------------------------
+    def _text(self, data: str) -> None:
+        if self._stack:
+            if self._in_caption and len(self._stack) == 1:
+                self._stack[-1].caption.append(data)
+            elif self._cell is not None:
+                self._cell.text.append(data)
+        elif self._in_figcaption is not None:
+            self._in_figcaption.append(data)
+
+    def _new_row(self) -> None:
+        table = self._stack[-1]
+        table.rows.append([])
+        table.row_is_head.append(self._in_head)
+
+    def _close_cell(self) -> None:
+        self._cell = None
+
+
+def _span(value: str | None) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        return 1
+    # rowspan="0" / negative / absurd values: one row or column, as browsers do for invalid ones
+    return min(number, MAX_SPAN) if number >= 1 else 1
+
+
+def _layout(raw: _RawTable, name: str) -> Grid:
+    rows = [r for r in raw.rows]
+    placed: dict[tuple[int, int], tuple[GridCell, int, int]] = {}
+    width = 0
+    for i, row in enumerate(rows):
+        j = 0
+        for cell in row:
+            while (i, j) in placed:
+                j += 1
+            text = "".join(cell.text)
+            header = cell.header or raw.row_is_head[i]
+            grid_cell = GridCell(text, header, (i, j))
+            for di in range(cell.rowspan):
+                if i + di >= len(rows):
+                    break  # a rowspan past the last row does not add rows
+                for dj in range(cell.colspan):
+                    placed[(i + di, j + dj)] = (grid_cell, i, j)
+            j += cell.colspan
+            width = max(width, j)
+    width = max([width] + [j + 1 for (_, j) in placed])
+    cells = []
+    for i in range(len(rows)):
+        line = []
+        for j in range(width):
+            entry = placed.get((i, j))
+            line.append(entry[0] if entry is not None else GridCell("", False, (i, j), filler=True))
+        cells.append(tuple(line))
+    caption = " ".join("".join(raw.caption).split())
+    return Grid(tuple(cells), caption, name)
+
+
+def read_html_tables(html: str, source: str = "html") -> list[Grid]:
+    """Every top-level ``<table>`` of an HTML page or fragment, in document order.
+
+    Captions come from the table's ``<caption>`` or, failing that, the ``<figcaption>`` of the
+    ``<figure>`` around it (the ar5iv/arXiv HTML layout). Tables without rows are skipped.
+
+    Raises:
+        TableError: when the text holds no table with at least one row.
+    """
+    parser = _TableParser()
+    try:
+        parser.feed(html)
+        parser.close()
+    except (AssertionError, ValueError) as exc:  # html.parser raises these on some broken markup
+        raise TableError(f"{source}: the HTML could not be parsed ({exc}); check that it is HTML") from exc
+    grids = []
+    for number, raw in enumerate(parser.tables, start=1):
+        if any(raw.rows):
+            grids.append(_layout(raw, f"{source}#table{number}"))
+    if not grids:
+        raise TableError(f"{source}: no <table> with rows found in the HTML")
+    return grids
+
+
+def read_html_table(html: str, source: str = "html") -> Grid:
+    """The first table of an HTML fragment (see :func:`read_html_tables`)."""
+    return read_html_tables(html, source)[0]

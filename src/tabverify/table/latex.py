@@ -1,0 +1,210 @@
+"""LaTeX ``tabular`` environments to :class:`Grid`.
+
+Understands ``\\multicolumn`` (colspan), ``\\multirow`` (rowspan, also negative counts that span
+upwards), rules (``\\hline``, ``\\toprule``/``\\midrule``, ``\\cline``, ``\\cmidrule``), comments and
+``\\caption`` of the surrounding ``table`` float. Cell text keeps its macros (``\\textbf{70.2}``,
+``45.3\\pm0.2``); :func:`tabverify.table.scientific.parse_measurement` reads through them. Rows above the
+first ``\\midrule`` (or the first rule after some rows) are header rows.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tabverify.errors import TableError
+from tabverify.table.grid import Grid, GridCell
+
+_BEGIN = re.compile(r"\\begin\{(tabular\*?|tabularx|tabulary|longtable|array)\}")
+_RULES = re.compile(
+    r"\\(?:hline|toprule|bottomrule|midrule|hdashline|specialrule|addlinespace|endhead|endfirsthead|"
+    r"endfoot|endlastfoot|noalign)\b|\\(?:cline|cmidrule|cdashline)(?:\([a-z]*\))?\{[^}]*\}"
+)
+_MULTI = re.compile(r"^\\multi(column|row)\s*")
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"(?<!\\)%[^\n]*", "", text)
+
+
+def _group(text: str, start: int) -> tuple[str, int]:
+    """The brace group beginning at ``start`` (which must be '{'): its content and the index after."""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "\\":
+            continue
+        if ch == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif ch == "}" and text[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : i], i + 1
+    raise TableError("unbalanced braces in the LaTeX table; check the { and } of its cells")
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    return i
+
+
+def _split_top(text: str, separator: str) -> list[str]:
+    """Split at ``separator`` outside braces and not escaped (``\\&``)."""
+    parts, depth, last, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            if separator == "\\\\" and text.startswith("\\\\", i) and depth == 0:
+                parts.append(text[last:i])
+                i += 2
+                # an optional spacing argument after \\ : \\[2pt]
+                j = _skip_space(text, i)
+                if j < len(text) and text[j] == "[":
+                    end = text.find("]", j)
+                    i = end + 1 if end != -1 else i
+                last = i
+                continue
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif depth == 0 and separator == "&" and ch == "&":
+            parts.append(text[last:i])
+            last = i + 1
+        i += 1
+    parts.append(text[last:])
+    return parts
+
+
+def _multi(cell: str) -> tuple[str, int, int]:
+    """(text, rowspan, colspan) of a cell, unwrapping ``\\multicolumn``/``\\multirow``."""
+    rowspan = colspan = 1
+    cell = cell.strip()
+    while True:
+        m = _MULTI.match(cell)
+        if not m:
+            return cell, rowspan, colspan
+        i = _skip_space(cell, m.end())
+        try:
+            count, i = _group(cell, i)
+            i = _skip_space(cell, i)
+            if cell[i : i + 1] == "[":  # \multirow[t]{2}{*}{...}
+                i = cell.index("]", i) + 1
+                i = _skip_space(cell, i)
+                count, i = (count, i) if cell[i : i + 1] != "{" else (count, i)
+            spec, i = _group(cell, _skip_space(cell, i))
+            i = _skip_space(cell, i)
+            if cell[i : i + 1] == "[":
+                i = cell.index("]", i) + 1
+                i = _skip_space(cell, i)
+            content, i = _group(cell, i)
+        except (TableError, ValueError, IndexError):
+            return cell, rowspan, colspan
+        try:
+            number = int(count.strip())
+        except ValueError:
+            number = 1
+        if m.group(1) == "column":
+            colspan = max(1, number)
+        else:
+            rowspan = number or 1
+        cell = (content + cell[i:]).strip()
+
+
+def parse_tabular(body: str, caption: str = "", name: str = "latex") -> Grid:
+    """A grid from the body of one ``tabular`` (the text between its column spec and ``\\end``)."""
+    body = _strip_comments(body)
+    lines = _split_top(body, "\\\\")
+    rows: list[list[tuple[str, int, int]]] = []
+    header_rows = 0
+    rule_seen_after_rows = False
+    for line in lines:
+        has_mid = bool(re.search(r"\\midrule|\\hline|\\cmidrule|\\cline", line))
+        content = _RULES.sub("", line).strip()
+        if has_mid and rows and not rule_seen_after_rows:
+            # the first rule after some rows closes the header, at the position of the rule
+            rule_at = re.search(r"\\midrule|\\hline|\\cmidrule|\\cline", line)
+            before = _RULES.sub("", line[: rule_at.start()] if rule_at else "").strip()
+            header_rows = len(rows) + (1 if before else 0)
+            rule_seen_after_rows = True
+        if not content:
+            continue
+        rows.append([_multi(c) for c in _split_top(content, "&")])
+    if not rows:
+        raise TableError(f"{name}: the tabular has no rows")
+    # LaTeX rows spell out every position (a \\multirow leaves empty cells in the rows it covers),
+    # so lay rows out independently, then let each \\multirow fill the empty positions it spans
+    width = max(sum(colspan for _, _, colspan in row) for row in rows)
+    grid: list[list[GridCell]] = []
+    spans: list[tuple[int, int, int, int]] = []
+    for i, row in enumerate(rows):
+        line: list[GridCell] = []
+        for text, rowspan, colspan in row:
+            j = len(line)
+            cell = GridCell(text, i < header_rows, (i, j))
+            line.extend([cell] * colspan)
+            if rowspan != 1:
+                spans.append((i, j, rowspan, colspan))
+        line.extend(GridCell("", i < header_rows, (i, j), filler=True) for j in range(len(line), width))
+        grid.append(line)
+    for i, j, rowspan, colspan in spans:
+        top = i if rowspan > 0 else max(0, i + rowspan + 1)
+        bottom = min(len(grid), i + rowspan) if rowspan > 0 else i + 1
+        source = grid[i][j]
+        cell = GridCell(source.text, source.header, (top, j))
+        for r in range(top, bottom):
+            for c in range(j, j + colspan):
+                if r == i or not grid[r][c].text.strip():
+                    grid[r][c] = GridCell(cell.text, grid[r][c].header, cell.origin)
+    cells = [tuple(line) for line in grid]
+    return Grid(tuple(cells), caption, name)
+
+
+def read_latex_tables(tex: str, source: str = "latex") -> list[Grid]:
+    """Every ``tabular`` (also ``tabular*``, ``tabularx``, ``longtable``) of a LaTeX text, in order,
+    each with the ``\\caption`` of the ``table`` float around it.
+
+    Raises:
+        TableError: when no tabular is found or one is malformed.
+    """
+    tex = _strip_comments(tex)
+    grids = []
+    for number, m in enumerate(_BEGIN.finditer(tex), start=1):
+        env = m.group(1)
+        i = m.end()
+        try:
+            if env in ("tabular*", "tabularx", "tabulary"):
+                _, i = _group(tex, _skip_space(tex, i))  # width
+            i = _skip_space(tex, i)
+            if tex[i : i + 1] == "[":
+                i = tex.index("]", i) + 1
+            _, i = _group(tex, _skip_space(tex, i))  # column spec
+        except (ValueError, IndexError) as exc:
+            raise TableError(f"{source}: table {number}: malformed \\begin{{{env}}}") from exc
+        end = tex.find(f"\\end{{{env}}}", i)
+        if end == -1:
+            raise TableError(f"{source}: table {number}: \\begin{{{env}}} has no \\end{{{env}}}")
+        grids.append(
+            parse_tabular(tex[i:end], _caption_around(tex, m.start(), end), f"{source}#table{number}")
+        )
+    if not grids:
+        raise TableError(f"{source}: no \\begin{{tabular}} found in the LaTeX")
+    return grids
+
+
+def _caption_around(tex: str, start: int, end: int) -> str:
+    float_start = max(tex.rfind("\\begin{table", 0, start), tex.rfind("\\begin{longtable", 0, start + 1))
+    if float_start == -1:
+        return ""
+    float_end = tex.find("\\end{table", end)
+    region = tex[float_start : float_end if float_end != -1 else len(tex)]
+    m = re.search(r"\\caption\*?\s*(?:\[[^\]]*\])?\s*\{", region)
+    if not m:
+        return ""
+    try:
+        text, _ = _group(region, m.end() - 1)
+    except TableError:
+        return ""
+    return " ".join(text.split())

@@ -1,0 +1,270 @@
+"""Numbers as written in scientific tables, and the ways two written numbers can agree.
+
+:func:`parse_measurement` reads cells such as ``\\mathbf{45.3}\\pm0.2``, ``45.3 (±0.2)``, ``68.4%``,
+``21M``, ``−0.5``, ``39.0(+2.6)``, ``83.6 (\\uparrow 3.3)`` or ``45.1 / 60.2`` into a
+:class:`Measurement` that keeps the value as a :class:`~decimal.Decimal` with its written precision.
+:func:`compare` says whether two measurements agree exactly, after rounding, or after a x100 scale.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from enum import StrEnum
+
+SUFFIXES: dict[str, Decimal] = {
+    "k": Decimal(1000), "K": Decimal(1000), "M": Decimal(10**6), "B": Decimal(10**9),
+    "G": Decimal(10**9), "T": Decimal(10**12),
+}  # fmt: skip
+
+# units that may follow a number in a cell without making it text
+_UNITS = {
+    "ms", "s", "sec", "h", "hrs", "min", "fps", "gb", "mb", "kb", "tb", "x", "gflops", "mflops",
+    "tflops", "flops", "params", "m", "mm", "cm", "km", "db", "hz", "w", "px", "ep", "epochs", "it/s",
+}  # fmt: skip
+
+# LaTeX commands whose argument is the content (the command itself is dropped)
+_WRAPPERS = re.compile(
+    r"\\(?:mathbf|textbf|mathrm|textrm|text|textit|mathit|emph|underline|ul|uline|boldsymbol|bm|bf|"
+    r"it|rm|small|footnotesize|scriptsize|tiny|large|Large|textsc|mathsf|textsf|texttt|mathtt|"
+    r"textnormal|mathnormal|bold|best|second|first|third|tabularnewline|hphantom|phantom|cellcolor|"
+    r"rowcolor|color|textcolor|colorbox|definecolor|pgfsys@color@\w+@\w+)\b\*?"
+)
+_COLOR_ARGS = re.compile(r"(?:\[[a-zA-Z]+\])?\{[a-zA-Z]+[!0-9a-zA-Z.,]*\}|\[rgb\]\{[\d.,\s]+\}|\{named\}")
+_MARKS = re.compile(r"\\(?:dagger|ddagger|star|ast|S|P|checkmark|ssymbol\{\d+\})|[*†‡§¶✓✗]")
+_SUPERSCRIPT = re.compile(r"\^\s*\{[^{}]*\}|\^\s*\\[a-zA-Z]+|\^\s*[^\s{]|\{\}\s*(?=\^)")
+_SUBSCRIPT = re.compile(r"_\s*\{([^{}]*)\}|_\s*(\S)")
+_SPACES = re.compile(r"[\s\u2009\u202f\u00a0\u2002-\u2008\u200a\u200b~]+|\\[,;:! ]|\\quad|\\qquad")
+_UNSIGNED = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"[-+]?" + _UNSIGNED
+_MAIN = re.compile(
+    rf"^(?P<approx>[≈~]|\\approx|\\sim)?\s*(?P<num>{_NUMBER})\s*"
+    r"(?P<suffix>[kKMBGT](?![a-zA-Z]))?\s*(?P<pct>%|\\%)?"
+)
+_PM = re.compile(rf"^(?:±|\\pm|\+/-|\+-)\s*(?P<num>{_NUMBER})\s*(?:%|\\%)?")
+_BRACKETED = re.compile(
+    rf"^[(\[]\s*(?P<sign>±|\\pm|\\uparrow|\\downarrow|↑|↓)?\s*(?P<num>{_NUMBER})\s*(?P<pct>%|\\%)?\s*[)\]]"
+)
+_ARROW_DELTA = re.compile(rf"^(?P<sign>\\uparrow|\\downarrow|↑|↓)\s*(?P<num>{_NUMBER})\s*(?:%|\\%)?")
+_SIGNED_DELTA = re.compile(rf"^(?P<num>[-+]{_UNSIGNED})\s*(?:%|\\%)?")
+_MULTI_SEPARATOR = re.compile(r"^(?:/|\||,|;)\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """A number read from a table cell, with everything written around it.
+
+    Attributes:
+        text: the cell text it was read from.
+        value: the first number as written, suffix not applied (``21M`` -> 21).
+        suffix: ``k``/``K``/``M``/``B``/``G``/``T`` when written right after the number.
+        percent: a ``%`` followed the number.
+        uncertainty: the ``±`` part (``45.3 ± 0.2`` -> 0.2), also written ``(±0.2)`` or ``_{(0.2)}``.
+        delta: a change written after the value: ``(+17.3)``, ``(\\uparrow 3.3)`` (down arrows negative).
+        others: further numbers when the cell holds several metrics (``45.1 / 60.2`` -> (60.2,)).
+        approximate: written with ``~`` or ``≈``.
+        signed: written with an explicit ``+`` (a change such as "+0.9" rather than a level).
+    """
+
+    text: str
+    value: Decimal
+    suffix: str | None = None
+    percent: bool = False
+    uncertainty: Decimal | None = None
+    delta: Decimal | None = None
+    others: tuple[Decimal, ...] = ()
+    approximate: bool = False
+    signed: bool = False
+
+    @property
+    def exponent(self) -> int:
+        """The written precision as a power of ten: ``45.30`` -> -2, ``21`` -> 0."""
+        exponent = self.value.as_tuple().exponent
+        return exponent if isinstance(exponent, int) else 0
+
+    @property
+    def decimals(self) -> int:
+        """Digits written after the decimal point."""
+        return max(0, -self.exponent)
+
+    @property
+    def multi(self) -> bool:
+        """True when the cell holds several numbers for different metrics."""
+        return bool(self.others)
+
+    @property
+    def scaled(self) -> Decimal:
+        """The value with its suffix applied (``21M`` -> 21000000)."""
+        return self.value * SUFFIXES[self.suffix] if self.suffix else self.value
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def clean_latex(text: str) -> str:
+    """Cell text with LaTeX formatting, footnote marks and odd spaces removed; ``\\pm`` becomes ``±``.
+
+    >>> clean_latex(r"$\\mathbf{45.3}\\pm 0.2$")
+    '45.3±0.2'
+    """
+    t = text.replace("\u2212", "-").replace("\u2013", "-").replace("\u2014", "-").replace("&amp;", "&")
+    t = t.replace("\\pm", "±").replace("\\%", "%").replace("\\uparrow", "↑").replace("\\downarrow", "↓")
+    t = t.replace("\\textpm", "±").replace("\\mp", "±").replace("$", "")
+    t = _SPACES.sub(" ", t)
+    t = _WRAPPERS.sub("", t)
+    t = _COLOR_ARGS.sub("", t)
+    t = _SUPERSCRIPT.sub("", t)
+    t = _MARKS.sub("", t).replace("^", "")
+    # a subscript right after a number is its spread: 45.3_{(0.2)} / 45.3_{0.2}
+    t = _SUBSCRIPT.sub(_subscript, t)
+    t = t.replace("{", "").replace("}", "")
+    t = re.sub(r"(?<=\d)\s(?=\d{3}(?!\d))", "", t)  # thin-space thousands: 11 108
+    return " ".join(t.split())
+
+
+def _subscript(match: re.Match[str]) -> str:
+    content = (match.group(1) if match.group(1) is not None else match.group(2)).strip("() ")
+    return f" (±{content})" if content else ""
+
+
+def parse_measurement(text: str) -> Measurement | None:
+    """Read the number a scientific-table cell holds, or None when it holds text.
+
+    A cell is a measurement when, after LaTeX and marks are removed, it is a number optionally
+    followed by a suffix/unit/percent, a ``±`` spread, a delta, or further numbers separated by
+    ``/``, ``|``, ``,`` or ``;`` (several metrics). Anything else ("ResNet-50", "CVPR 2021") is text.
+    """
+    if not text or not any(ch.isdigit() for ch in text):
+        return None
+    cleaned = clean_latex(text)
+    if len(cleaned) > 80:
+        return None
+    main = _MAIN.match(cleaned)
+    if main is None:
+        return None
+    value = _decimal(main.group("num"))
+    if value is None:
+        return None
+    rest = cleaned[main.end() :].strip()
+    suffix = main.group("suffix")
+    percent = bool(main.group("pct"))
+    unit = re.match(r"^([a-zA-Z/]{1,7})(?![\w.])\s*", rest)
+    if unit and unit.group(1).lower() in _UNITS:
+        rest = rest[unit.end() :]
+    uncertainty = delta = None
+    others: list[Decimal] = []
+    while rest:
+        m = _PM.match(rest)
+        if m and uncertainty is None:
+            uncertainty = _decimal(m.group("num"))
+            rest = rest[m.end() :].strip()
+            continue
+        m = _BRACKETED.match(rest)
+        if m:
+            number = _decimal(m.group("num"))
+            sign = m.group("sign") or ""
+            if sign in ("±", "\\pm") and uncertainty is None:
+                uncertainty = number
+            elif delta is None and (sign or m.group("num")[0] in "+-"):
+                delta = -abs(number) if sign in ("↓", "\\downarrow") and number is not None else number
+            # "(12.3%)" and other bracketed notes do not change the value
+            rest = rest[m.end() :].strip()
+            continue
+        m = _ARROW_DELTA.match(rest) or (_SIGNED_DELTA.match(rest) if delta is None and not others else None)
+        if m and delta is None:
+            number = _decimal(m.group("num"))
+            sign = m.groupdict().get("sign") or ""
+            delta = -abs(number) if sign in ("↓",) and number is not None else number
+            rest = rest[m.end() :].strip()
+            continue
+        m = _MULTI_SEPARATOR.match(rest)
+        if m:
+            following = _MAIN.match(rest[m.end() :].strip())
+            if following is None:
+                return None
+            number = _decimal(following.group("num"))
+            if number is None:
+                return None
+            others.append(number)
+            rest = rest[m.end() :].strip()[following.end() :].strip()
+            continue
+        if rest in ("↑", "↓", "%"):
+            break
+        return None
+    return Measurement(
+        text=text,
+        value=value,
+        suffix=suffix,
+        percent=percent,
+        uncertainty=uncertainty,
+        delta=delta,
+        others=tuple(others),
+        approximate=bool(main.group("approx")),
+        signed=main.group("num").startswith("+"),
+    )
+
+
+def _decimal(token: str) -> Decimal | None:
+    try:
+        value = Decimal(token.rstrip("."))
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() else None
+
+
+class Agreement(StrEnum):
+    """How two written numbers relate."""
+
+    EXACT = "exact"  # the same number (90.6 and 90.60 count as the same)
+    ROUNDED = "rounded"  # one is the other rounded or truncated to fewer digits (0.354 / 0.3535)
+    SCALED = "scaled"  # equal after a factor of 100, as percent vs fraction (68.4 / 0.684)
+    DIFFERENT = "different"
+
+
+def _values(a: Measurement, b: Measurement) -> tuple[Decimal, Decimal]:
+    # both with suffixes: compare what they stand for (1.5M vs 1500K); otherwise the suffix is a unit
+    if a.suffix and b.suffix and a.suffix.upper() != b.suffix.upper():
+        return a.scaled, b.scaled
+    return a.value, b.value
+
+
+def rounds_to(precise: Decimal, coarse: Decimal) -> bool:
+    """True when ``precise`` written to the precision of ``coarse`` gives ``coarse``, by rounding half
+    up, half to even, or truncation, where ``coarse`` really has fewer digits and at least two
+    significant ones."""
+    exponent = coarse.as_tuple().exponent
+    p_exponent = precise.normalize().as_tuple().exponent
+    if not isinstance(exponent, int) or not isinstance(p_exponent, int) or p_exponent >= exponent:
+        return False
+    if coarse.adjusted() - exponent < 1:
+        return False  # one significant digit (0.3, 4) is too coarse to say anything
+    quantum = Decimal(1).scaleb(exponent)
+    try:
+        return any(precise.quantize(quantum, rounding=r) == coarse for r in _ROUNDINGS)
+    except InvalidOperation:
+        return False
+
+
+_ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)
+_HUNDRED = Decimal(100)
+
+
+def compare(a: Measurement, b: Measurement, rounding: bool = True, scale: bool = True) -> Agreement:
+    """How measurement ``a`` relates to measurement ``b``.
+
+    Args:
+        rounding: accept one value being the other rounded/truncated to fewer written digits.
+        scale: accept a factor of 100 between them (percent vs fraction), with rounding if allowed.
+    """
+    x, y = _values(a, b)
+    if x == y:
+        return Agreement.EXACT
+    if rounding and (rounds_to(x, y) or rounds_to(y, x)):
+        return Agreement.ROUNDED
+    if scale:
+        for big, small in ((x, y), (y, x)):
+            scaled = small * _HUNDRED
+            if scaled == big or (rounding and (rounds_to(scaled, big) or rounds_to(big, scaled))):
+                return Agreement.SCALED
+    return Agreement.DIFFERENT
