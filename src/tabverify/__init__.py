@@ -1,5 +1,6 @@
 """tabverify: check text against structured evidence, and measure how well the checking works."""
 
+from tabverify.crosscheck import Report, crosscheck
 from tabverify.errors import TabverifyError
 from tabverify.table import Cell, Quantity, Table, load_table
 from tabverify.verify import Label, TableVerifier, Verdict, verify
@@ -10,10 +11,12 @@ __all__ = [
     "Cell",
     "Label",
     "Quantity",
+    "Report",
     "Table",
     "TableVerifier",
     "TabverifyError",
     "Verdict",
+    "crosscheck",
     "load_table",
     "verify",
 ]

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +17,10 @@ from rich.table import Table as RichTable
 
 from tabverify.errors import TabverifyError
 from tabverify.table import CellRef, Table, load_table
+from tabverify.table.grid import Grid
+
+if TYPE_CHECKING:
+    from tabverify.crosscheck import Report
 
 app = typer.Typer(
     help="Check text against structured evidence, and measure how well the checking works.",
@@ -25,6 +29,8 @@ app = typer.Typer(
   tabverify check results.csv "the hawks won both games against dayton"
 
   tabverify program run results.csv "eq{count{filter_eq{all_rows; opponent; dayton}}; 2}"
+
+  tabverify crosscheck my-paper.tex --source cited-paper.html
 
   tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2
 """,
@@ -172,6 +178,126 @@ def check(
     raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
 
 
+def _read_document(path: Path) -> list[Grid]:
+    from tabverify.table.documents import read_tables
+
+    try:
+        return read_tables(path)
+    except TabverifyError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _where(grid: Grid, position: tuple[int, int]) -> str:
+    row_label, column_label = grid.row_label(position[0]), grid.column_label(position[1])
+    names = " / ".join(x for x in (row_label, column_label) if x)
+    return f"({position[0]}, {position[1]})" + (f" {names}" if names else "")
+
+
+def _print_report(title: str, report: Report) -> None:
+    source = report.source
+    if source is None:
+        best = report.ranking[0].support if report.ranking else 0.0
+        out.print(f"[bold]{title}[/]: no matching table (best evidence {best:.2f})", markup=True)
+        return
+    status = (
+        "[green]no discrepancies[/]"
+        if report.ok
+        else f"[bold red]{len(report.discrepancies)} discrepancies[/]"
+    )
+    out.print(
+        f"[bold]{title}[/]: matches {source.name}"
+        f"{' (' + source.caption[:80] + ')' if source.caption else ''}: {len(report.pairs)} cells agree, {status}",
+        markup=True,
+    )
+    if report.discrepancies:
+        view = RichTable("target cell", "copied", "source cell", "source", "kind", "why")
+        for d in report.discrepancies:
+            view.add_row(
+                _where(report.target, d.target).replace("[", r"\["),
+                d.target_text.replace("[", r"\["),
+                _where(source, d.source).replace("[", r"\["),
+                d.source_text.replace("[", r"\["),
+                str(d.kind),
+                d.evidence.replace("[", r"\["),
+            )
+        out.print(view)
+
+
+@app.command(
+    epilog="""Examples:
+
+  tabverify crosscheck paper.tex --source cited.html
+
+  tabverify crosscheck paper.html --table 2 --source a.html --source b.tex --html report.html
+
+  tabverify crosscheck target.csv --source source.md --json
+"""
+)
+def crosscheck(
+    target: Annotated[
+        Path,
+        typer.Argument(
+            help="The citing document or table: .html, .tex, .md, .csv/.tsv, or an arXiVeri paper .json"
+        ),
+    ],
+    sources: Annotated[
+        list[Path],
+        typer.Option(
+            "--source", metavar="SOURCE", help="A cited document or table (repeat for several sources)"
+        ),
+    ],
+    table: Annotated[
+        int | None, typer.Option(help="Check only the target's N-th table (1-based) [default: every table]")
+    ] = None,
+    html: Annotated[Path | None, typer.Option(help="Write a side-by-side HTML report here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every result")] = False,
+) -> None:
+    """Check the numbers a table copied from cited sources: which source table, which cells, which
+    copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input."""
+    from tabverify.crosscheck import crosscheck as run_crosscheck
+
+    targets = _read_document(target)
+    if table is not None:
+        if not 1 <= table <= len(targets):
+            raise _fail(f"--table {table}: {target} has {len(targets)} table(s); choose 1 to {len(targets)}")
+        chosen = [(table - 1, targets[table - 1])]
+    else:
+        chosen = list(enumerate(targets))
+    documents = [(path, _read_document(path)) for path in sources]
+    results: list[tuple[str, Path, int, Report]] = []
+    for index, grid in chosen:
+        for path, tables in documents:
+            title = f"{target.name} table {index + 1} <- {path.name}"
+            results.append((title, path, index, run_crosscheck(grid, tables)))
+    found = sum(len(report.discrepancies) for *_, report in results)
+    if as_json:
+        payload = {
+            "target": str(target),
+            "discrepancies": found,
+            "results": [
+                {"target_table": index + 1, "source": str(path), **report.to_dict()}
+                for _, path, index, report in results
+            ],
+        }
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        for title, _, _, report in results:
+            _print_report(title, report)
+    if html is not None:
+        from tabverify.crosscheck.html import render_html
+
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(
+                render_html([(title, report) for title, _, _, report in results]), encoding="utf-8"
+            )
+        except OSError as exc:
+            raise _fail(f"--html {html}: cannot write ({exc.strerror})") from None
+        if not as_json:
+            out.print(f"wrote {html}")
+    raise typer.Exit(EXIT_FINDINGS if found else EXIT_OK)
+
+
 @program_app.command(
     "run",
     epilog="""Examples:
@@ -252,6 +378,41 @@ def bench_tabfact(
             {"benchmark": "tabfact", "split": split, "n": result["n"], "metrics": result["metrics"]}, indent=2
         )
     )
+
+
+@bench_app.command(
+    "arxiveri",
+    epilog="""Examples:
+
+  tabverify bench arxiveri --data ../shared/datasets/arxiveri
+
+  tabverify bench arxiveri --data DIR --out results/arxiveri.json
+""",
+)
+def bench_arxiveri(
+    data: Annotated[
+        Path, typer.Option(help="Folder in the arXiVeri release layout (ground_truth/, source_papers/)")
+    ],
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the JSON result (with every pair) here")
+    ] = None,
+) -> None:
+    """Run the arXiVeri benchmark: table-matching accuracy (th->td normalised and verbatim) and
+    cell-matching precision/recall/F1 pooled over pairs."""
+    from tabverify.bench.arxiveri import run_benchmark
+
+    if not data.is_dir():
+        raise _fail(f"--data {data}: not a folder")
+    with _progress() as progress:
+        try:
+            result = run_benchmark(data, progress=lambda done, total: progress("arxiveri", done, total))
+        except TabverifyError as exc:
+            raise _fail(str(exc)) from None
+    if out_file is not None:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    summary = {k: result[k] for k in ("benchmark", "n_pairs", "metrics", "comparison", "seconds")}
+    out.print(json.dumps(summary, indent=2))
 
 
 @train_app.command(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
@@ -24,6 +23,7 @@ _ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)
 _HUNDRED = Decimal(100)
 AGREEMENT_WEIGHT = {Agreement.EXACT: 1.0, Agreement.ROUNDED: 0.8, Agreement.SCALED: 0.7}
 UNLABELLED_FACTOR = 0.25
+MAX_OPTIONS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,8 @@ def _variants(m: Measurement) -> set[Decimal]:
         exponent = base.as_tuple().exponent
         if not isinstance(exponent, int):
             continue
-        for e in range(exponent + 1, min(1, base.adjusted() + 1)):
+        # coarser writings keep two significant digits at least (as :func:`rounds_to` demands)
+        for e in range(exponent + 1, min(1, base.adjusted())):
             quantum = Decimal(1).scaleb(e)
             for rounding in _ROUNDINGS:
                 try:
@@ -106,7 +107,11 @@ def _variants(m: Measurement) -> set[Decimal]:
 
 
 def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Position, Agreement]]]:
-    """For each target number, the source numbers whose values agree with it (any position)."""
+    """For each target number, the source numbers whose values agree with it (any position).
+
+    Values found in more than :data:`MAX_OPTIONS` source cells say nothing about where a number came
+    from (0.0, 100, small counts); they are left out here and paired later by position alone.
+    """
     index: dict[Decimal, list[Position]] = defaultdict(list)
     source_numbers = {p: m for p, m in source.data_measurements.items() if not m.multi}
     for position, m in source_numbers.items():
@@ -116,18 +121,23 @@ def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Pos
     for position, m in target.data_measurements.items():
         if m.multi:
             continue
-        seen: set[Position] = set()
-        options = []
+        near: set[Position] = set()
         for key in _variants(m):
-            for s in index.get(key, ()):
-                if s in seen:
-                    continue
-                seen.add(s)
-                agreement = compare(m, source_numbers[s])
-                if agreement is not Agreement.DIFFERENT:
-                    options.append((s, agreement))
-        if options:
-            found[position] = sorted(options)
+            hits = index.get(key, ())
+            if len(hits) > MAX_OPTIONS * 4:
+                break
+            near.update(hits)
+        else:
+            near = near if len(near) <= MAX_OPTIONS * 4 else set()
+        if not near:
+            continue
+        options = []
+        for s in sorted(near):
+            agreement = compare(m, source_numbers[s])
+            if agreement is not Agreement.DIFFERENT:
+                options.append((s, agreement))
+        if options and len(options) <= MAX_OPTIONS:
+            found[position] = options
     return found
 
 
@@ -184,6 +194,29 @@ def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+def _row_names(grid: Grid) -> dict[int, frozenset[str]]:
+    return {i: label_words(grid.row_label(i)) for i in range(grid.header_row_count, grid.n_rows)}
+
+
+def _column_names(grid: Grid) -> dict[int, frozenset[str]]:
+    return {j: label_words(grid.column_label(j)) for j in range(grid.n_columns)}
+
+
+def _label_votes(
+    votes: dict[tuple[int, int], float], target: dict[int, frozenset[str]], source: dict[int, frozenset[str]]
+) -> None:
+    """One vote for each target line whose label words equal those of exactly one source line: how
+    lines full of common values ("0.0", "100") still find their counterpart."""
+    by_words: dict[frozenset[str], list[int]] = defaultdict(list)
+    for index, words in source.items():
+        if words:
+            by_words[words].append(index)
+    for index, words in target.items():
+        same = by_words.get(words, [])
+        if len(same) == 1:
+            votes[(index, same[0])] += 1.0
+
+
 def _align(
     target: Grid,
     source: Grid,
@@ -193,70 +226,78 @@ def _align(
     def source_axes(s: Position) -> Position:
         return (s[1], s[0]) if transposed else s
 
-    # first pass: row and column votes from every candidate, ambiguous values voting less
-    row_votes: dict[tuple[int, int], float] = defaultdict(float)
+    target_rows, target_columns = _row_names(target), _column_names(target)
+    source_rows, source_columns = _row_names(source), _column_names(source)
+    if transposed:
+        source_rows, source_columns = source_columns, source_rows
+    # first pass: column votes from every candidate, ambiguous values voting less
     column_votes: dict[tuple[int, int], float] = defaultdict(float)
-    for (tr, tc), options in candidates.items():
+    for (_, tc), options in candidates.items():
         weight = 1.0 / len(options)
         for s, agreement in options:
-            sr, sc = source_axes(s)
-            row_votes[(tr, sr)] += weight * AGREEMENT_WEIGHT[agreement]
-            column_votes[(tc, sc)] += weight * AGREEMENT_WEIGHT[agreement]
+            column_votes[(tc, source_axes(s)[1])] += weight * AGREEMENT_WEIGHT[agreement]
+    _label_votes(column_votes, target_columns, source_columns)
     columns = _best_map(column_votes)
-    # second pass: rows voted only by candidates in the chosen columns, then columns by those rows
-    row_votes = defaultdict(float)
+    # second pass: rows voted by candidates in the chosen columns; rows whose labels share words
+    # ("Swin-S [31]" / "Swin-S") win over rows that merely share values
+    row_votes: dict[tuple[int, int], float] = defaultdict(float)
     for (tr, tc), options in candidates.items():
         for s, agreement in options:
             sr, sc = source_axes(s)
             if columns.get(tc) == sc:
                 row_votes[(tr, sr)] += AGREEMENT_WEIGHT[agreement]
-    if not transposed:
-        # rows whose labels share words ("Swin-S [31]" / "Swin-S") win over rows that merely share
-        # values: a tie-breaker among rows with value support, never a reason on its own
-        target_labels = {tr: label_words(target.row_label(tr)) for tr, _ in row_votes}
-        source_labels = {sr: label_words(source.row_label(sr)) for _, sr in row_votes}
-        for tr, sr in list(row_votes):
-            row_votes[(tr, sr)] += _similarity(target_labels[tr], source_labels[sr])
+    for tr, sr in list(row_votes):
+        row_votes[(tr, sr)] += _similarity(target_rows.get(tr, frozenset()), source_rows.get(sr, frozenset()))
+    _label_votes(row_votes, target_rows, source_rows)
     rows = _best_map(row_votes)
+    # third pass: columns again, voted only by candidates in the chosen rows
     column_votes = defaultdict(float)
     for (tr, tc), options in candidates.items():
         for s, agreement in options:
             sr, sc = source_axes(s)
             if rows.get(tr) == sr:
                 column_votes[(tc, sc)] += AGREEMENT_WEIGHT[agreement]
+    _label_votes(column_votes, target_columns, source_columns)
     columns = _best_map(column_votes)
-    scored = []
-    for (tr, tc), options in candidates.items():
-        for s, agreement in options:
-            sr, sc = source_axes(s)
-            if rows.get(tr) == sr and columns.get(tc) == sc:
-                scored.append((AGREEMENT_WEIGHT[agreement], (tr, tc), s, agreement))
-    pairs = [_labelled(target, source, p) for p in _one_to_one(scored)]
+    pairs = _pairs_by_position(target, source, rows, columns, transposed)
     support = sum(p.weight for p in pairs)
     return Alignment(rows, columns, transposed, tuple(pairs), support)
 
 
-def _labelled(target: Grid, source: Grid, pair: CellPair) -> CellPair:
-    rows_agree = bool(
-        label_words(target.row_label(pair.target[0])) & label_words(source.row_label(pair.source[0]))
-    )
-    columns_agree = bool(
-        label_words(target.column_label(pair.target[1])) & label_words(source.column_label(pair.source[1]))
-    )
-    return CellPair(pair.target, pair.source, pair.agreement, rows_agree or columns_agree)
-
-
-def _one_to_one(scored: Iterable[tuple[float, Position, Position, Agreement]]) -> list[CellPair]:
-    used_target: set[Position] = set()
-    used_source: set[Position] = set()
+def _pairs_by_position(
+    target: Grid, source: Grid, rows: dict[int, int], columns: dict[int, int], transposed: bool
+) -> list[CellPair]:
+    """Every target number whose row and column correspond and whose value agrees with the source
+    cell there. The maps are one-to-one, so the pairs are too."""
+    source_numbers = source.data_measurements
+    row_words: dict[int, frozenset[str]] = {}
+    column_words: dict[int, frozenset[str]] = {}
+    source_row_words: dict[int, frozenset[str]] = {}
+    source_column_words: dict[int, frozenset[str]] = {}
     pairs = []
-    for _, t, s, agreement in sorted(scored, key=lambda x: (-x[0], x[1], x[2])):
-        if t in used_target or s in used_source:
+    for (tr, tc), m in sorted(target.data_measurements.items()):
+        if m.multi or tr not in rows or tc not in columns:
             continue
-        used_target.add(t)
-        used_source.add(s)
-        pairs.append(CellPair(t, s, agreement))
-    return sorted(pairs, key=lambda p: p.target)
+        s = (columns[tc], rows[tr]) if transposed else (rows[tr], columns[tc])
+        other = source_numbers.get(s)
+        if other is None or other.multi:
+            continue
+        agreement = compare(m, other)
+        if agreement is Agreement.DIFFERENT:
+            continue
+        if tr not in row_words:
+            row_words[tr] = label_words(target.row_label(tr))
+        if tc not in column_words:
+            column_words[tc] = label_words(target.column_label(tc))
+        if s[0] not in source_row_words:
+            source_row_words[s[0]] = label_words(source.row_label(s[0]))
+        if s[1] not in source_column_words:
+            source_column_words[s[1]] = label_words(source.column_label(s[1]))
+        labelled = bool(row_words[tr] & source_row_words[s[0]]) or bool(
+            column_words[tc] & source_column_words[s[1]]
+        )
+        pairs.append(CellPair((tr, tc), s, agreement, labelled))
+    return pairs
 
 
 def align(target: Grid, source: Grid) -> Alignment:

@@ -1,5 +1,9 @@
 """Tables: Table, Cell, Quantity and readers. Imports nothing else from tabverify but errors."""
 
+from tabverify.table.documents import read_markdown_tables, read_tables
+from tabverify.table.grid import Grid, GridCell
+from tabverify.table.html import read_html_tables
+from tabverify.table.latex import read_latex_tables
 from tabverify.table.model import Cell, CellRef, Table
 from tabverify.table.quantity import Quantity, parse_date, parse_quantity
 from tabverify.table.readers import (
@@ -10,8 +14,11 @@ from tabverify.table.readers import (
     read_tabfact_csv,
     table_from_json,
 )
+from tabverify.table.scientific import Agreement, Measurement, compare, parse_measurement
 
 __all__ = [
-    "Cell", "CellRef", "Quantity", "Table", "from_dataframe", "load_table", "parse_date",
-    "parse_quantity", "read_csv", "read_json", "read_tabfact_csv", "table_from_json",
+    "Agreement", "Cell", "CellRef", "Grid", "GridCell", "Measurement", "Quantity", "Table", "compare",
+    "from_dataframe", "load_table", "parse_date", "parse_measurement", "parse_quantity", "read_csv",
+    "read_html_tables", "read_json", "read_latex_tables", "read_markdown_tables", "read_tables",
+    "read_tabfact_csv", "table_from_json",
 ]  # fmt: skip
