@@ -10,6 +10,7 @@ from tabverify.table import Table, load_table
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 TABFACT = SHARED / "tabfact"
+ARXIVERI = SHARED / "arxiveri"
 
 ELECTION_ROWS = [
     ["district", "incumbent", "party", "first elected", "votes"],
@@ -33,5 +34,9 @@ def election(election_path: Path) -> Table:
     return load_table(election_path, caption="ohio house elections")
 
 
+def needs_dataset(path: Path) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not path.is_dir(), reason=f"../shared/datasets/{path.name} is not present")
+
+
 def needs_tabfact() -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not TABFACT.is_dir(), reason="../shared/datasets/tabfact is not present")
+    return needs_dataset(TABFACT)

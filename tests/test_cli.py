@@ -87,7 +87,8 @@ def test_program_run_bad_program_exits_2(election_path: Path) -> None:
 
 
 def test_help_has_examples() -> None:
-    for command in ([], ["check"], ["program", "run"], ["bench", "tabfact"], ["train", "tabfact"]):
+    for command in ([], ["check"], ["crosscheck"], ["program", "run"], ["bench", "tabfact"], ["bench", "arxiveri"],
+                    ["train", "tabfact"]):  # fmt: skip
         result = run(*command, "--help")
         assert result.returncode == 0
         assert "Example" in result.stdout
@@ -129,3 +130,111 @@ def test_bench_tabfact_bad_data_dir(tmp_path: Path) -> None:
     result = run("bench", "tabfact", "--data", str(tmp_path), "--split", "val")
     assert result.returncode == 2
     assert "release layout" in result.stderr
+
+
+def test_crosscheck_exit_1_with_discrepancy_and_html(tmp_path: Path) -> None:
+    from tests.crosscheck.conftest import SOURCE_TEX, target_html
+
+    (tmp_path / "cited.tex").write_text(SOURCE_TEX, encoding="utf-8")
+    (tmp_path / "paper.html").write_text(target_html(), encoding="utf-8")
+    page = tmp_path / "out" / "report.html"
+    result = run("crosscheck", str(tmp_path / "paper.html"), "--source", str(tmp_path / "cited.tex"),
+                 "--html", str(page))  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "1 discrepancies" in result.stdout and "66.9" in result.stdout and "digit" in result.stdout
+    assert page.exists() and "66.9" in page.read_text(encoding="utf-8")
+
+
+def test_crosscheck_exit_0_and_json(tmp_path: Path) -> None:
+    from tests.crosscheck.conftest import SOURCE_TEX, TARGET_ROWS, target_html
+
+    rows = [r for r in TARGET_ROWS if not r[0].startswith("ConvNeXt")]
+    (tmp_path / "cited.tex").write_text(SOURCE_TEX, encoding="utf-8")
+    (tmp_path / "paper.html").write_text(target_html(rows), encoding="utf-8")
+    result = run("crosscheck", str(tmp_path / "paper.html"), "--table", "1", "--source",
+                 str(tmp_path / "cited.tex"), "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["discrepancies"] == 0
+    assert data["results"][0]["source_table"] == 1 and data["results"][0]["target_table"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "{dir}/cited.tex", "--table", "3"], "has 1 table(s)"),
+        (["--source", "{dir}/missing.html"], "no such file"),
+        (["--source", "{dir}/empty.html"], "empty"),
+        ([], "Missing option '--source'"),
+    ],
+)
+def test_crosscheck_bad_input_exits_2(tmp_path: Path, args: list[str], message: str) -> None:
+    from tests.crosscheck.conftest import SOURCE_TEX, target_html
+
+    (tmp_path / "cited.tex").write_text(SOURCE_TEX, encoding="utf-8")
+    (tmp_path / "paper.html").write_text(target_html(), encoding="utf-8")
+    (tmp_path / "empty.html").write_text("", encoding="utf-8")
+    result = run("crosscheck", str(tmp_path / "paper.html"), *[a.format(dir=tmp_path) for a in args])
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _arxiveri_release(tmp_path: Path) -> Path:
+    """A tiny folder in the arXiVeri release layout: one pair with a match, one without."""
+    from tests.crosscheck.conftest import target_html
+
+    root = tmp_path / "arxiveri"
+    target = read_html_tables_first(target_html())
+    source_table = (
+        "<table><tr><th>Method</th><th>AP</th><th>AP50</th></tr><tr><td>ResNet-50</td><td>38.2</td>"
+        "<td>58.1</td></tr><tr><td>Swin-T</td><td>43.7</td><td>66.6</td></tr></table>"
+    )
+    other = "<table><tr><th>Data</th><th>Images</th></tr><tr><td>A</td><td>1200</td></tr></table>"
+    for sub in ("ground_truth/table_match/t1", "ground_truth/cell_match/t1", "source_papers"):
+        (root / sub).mkdir(parents=True)
+    papers = {"s1": [other, source_table], "s2": [other]}
+    for sid, tables in papers.items():
+        entries = [{"table": t, "caption": f"Table {i + 1}"} for i, t in enumerate(tables)]
+        (root / "source_papers" / f"{sid}.json").write_text(json.dumps({"list_table_and_caption": entries}))
+    truth = {
+        "target_table": target,
+        "target_caption": "Table 3",
+        "source_table": source_table.replace("th>", "td>"),
+    }
+    (root / "ground_truth/table_match/t1/s1.json").write_text(json.dumps(truth))
+    (root / "ground_truth/table_match/t1/s2.json").write_text(json.dumps({**truth, "source_table": ""}))
+    cells = []
+    for (tr, tc), (sr, sc), v in [
+        ((2, 1), (1, 1), "38.2"),
+        ((2, 2), (1, 2), "58.1"),
+        ((3, 1), (2, 1), "43.7"),
+    ]:
+        cells += [{"rowIndex": tr, "colIndex": tc, "value": v}, {"rowIndex": sr, "colIndex": sc, "value": v}]
+    (root / "ground_truth/cell_match/t1/s1.json").write_text(json.dumps(cells))
+    (root / "ground_truth/cell_match/t1/s2.json").write_text("[]")
+    return root
+
+
+def read_html_tables_first(page: str) -> str:
+    start, end = page.index("<table>"), page.index("</table>") + len("</table>")
+    return page[start:end]
+
+
+def test_bench_arxiveri_writes_result_file(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    result = run("bench", "arxiveri", "--data", str(_arxiveri_release(tmp_path)), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "arxiveri" and data["n_pairs"] == 2
+    metrics = data["metrics"]
+    assert metrics["table_match_accuracy"] == 1.0
+    assert metrics["table_match_accuracy_verbatim"] == 0.5  # the th->td rewrite defeats the verbatim one
+    assert metrics["cell_recall"] == 1.0 and 0.5 <= metrics["cell_precision"] <= 1.0
+    assert {"target", "source", "predicted_table", "gold_table"} <= set(data["pairs"][0])
+    assert "arxiveri: 2/2" in result.stderr
+
+
+def test_bench_arxiveri_bad_data_dir(tmp_path: Path) -> None:
+    result = run("bench", "arxiveri", "--data", str(tmp_path))
+    assert result.returncode == 2 and "release layout" in result.stderr

@@ -298,7 +298,8 @@ def _mark_permutations(found: list[Discrepancy]) -> list[Discrepancy]:
 
 
 def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Discrepancy]:
-    """Columns whose numbers match one source column while their header names another one."""
+    """Columns whose numbers match one source column while their header names another one: another
+    source header whose words all appear in the target header fits it better than the matched one."""
     if alignment.transposed or target.header_row_count == 0:
         return []
     counts = Counter(p.target[1] for p in alignment.pairs)
@@ -308,9 +309,16 @@ def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Disc
         if counts[tc] < 2:
             continue
         words = label_words(target.column_label(tc))
-        if not words or words & source_labels.get(sc, frozenset()):
-            continue
-        named = [j for j, label in source_labels.items() if label == words and j != sc]
+
+        def fit(label: frozenset[str], words: frozenset[str] = words) -> int:
+            return len(label & words) - len(label - words)
+
+        mapped = fit(source_labels.get(sc, frozenset()))
+        named = [
+            j
+            for j, label in source_labels.items()
+            if j != sc and label and label <= words and fit(label) > mapped
+        ]
         if len(named) != 1:
             continue
         row = target.header_row_count - 1

@@ -45,6 +45,7 @@ class _TableParser(HTMLParser):
         self._depth = 0
         self._figures: list[tuple[int, list[str], list[_RawTable]]] = []  # (depth, caption, tables)
         self._in_figcaption: list[str] | None = None
+        self._row_open = False
 
     # structure -----------------------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -61,6 +62,7 @@ class _TableParser(HTMLParser):
                 self._stack.append(self._stack[-1])
                 return
             table = _RawTable()
+            self._row_open = False
             self._stack.append(table)
             self.tables.append(table)
             if self._figures:
@@ -81,7 +83,7 @@ class _TableParser(HTMLParser):
         elif tag in ("td", "th"):
             self._close_cell()
             table = self._stack[-1]
-            if not table.rows:
+            if not table.rows or not self._row_open:  # a cell outside any <tr> starts a row
                 self._new_row()
             values = dict(attrs)
             self._cell = _RawCell(
@@ -119,6 +121,9 @@ class _TableParser(HTMLParser):
         elif len(self._stack) == 1:
             if tag in ("td", "th"):
                 self._close_cell()
+            elif tag == "tr":
+                self._close_cell()
+                self._row_open = False
             elif tag == "thead":
                 self._in_head = False
             elif tag == "caption":
@@ -143,6 +148,7 @@ class _TableParser(HTMLParser):
         table = self._stack[-1]
         table.rows.append([])
         table.row_is_head.append(self._in_head)
+        self._row_open = True
 
     def _close_cell(self) -> None:
         self._cell = None

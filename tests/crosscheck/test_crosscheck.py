@@ -1,0 +1,134 @@
+"""Table matching, cell matching and the discrepancy report on small tables made here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tabverify
+from tabverify.crosscheck import DiscrepancyKind, align, crosscheck, match_cells, match_table
+from tabverify.crosscheck.cells import label_words, same_name
+from tabverify.crosscheck.html import render_html
+from tabverify.table import Grid, Table, read_html_tables, read_tables
+from tabverify.table.scientific import Agreement
+from tests.crosscheck.conftest import TARGET_ROWS, target_html
+
+
+def test_finds_the_source_table_the_pairs_and_the_typo(target_path: Path, source_path: Path) -> None:
+    report = tabverify.crosscheck(target_path, source_path)
+    assert report.source_index == 1  # the second tabular: the detection results
+    assert report.source is not None and "COCO" in report.source.caption
+    pairs = {(p.target, p.source): p.agreement for p in report.pairs}
+    # 66.6 sits in two source rows; the Swin-T copy pairs with Swin-T's, by position
+    assert pairs[((3, 2), (2, 2))] is Agreement.EXACT
+    assert pairs[((2, 3), (1, 3))] is Agreement.ROUNDED  # 26M vs 25.6
+    assert ((4, 2), (3, 2)) not in pairs
+    assert not any(p.target[0] == 5 for p in report.pairs)  # the citing paper's own row
+    assert len(report.discrepancies) == 1
+    wrong = report.discrepancies[0]
+    assert (wrong.target, wrong.source, wrong.kind) == ((4, 2), (3, 2), DiscrepancyKind.DIGIT)
+    assert wrong.target_text == "66.9" and wrong.source_text == "66.6"
+    assert not report.ok
+
+
+def test_a_correct_copy_is_ok(clean_target_path: Path, source_path: Path) -> None:
+    report = crosscheck(clean_target_path, source_path)
+    assert report.ok and report.source_index == 1 and len(report.pairs) == 9
+
+
+def test_no_match_when_no_table_supports_the_target(target_path: Path, unrelated_path: Path) -> None:
+    report = crosscheck(target_path, unrelated_path)
+    assert report.source_index is None and report.pairs == () and report.ok
+
+
+def test_permuted_values_are_classified(source_path: Path) -> None:
+    rows = list(TARGET_ROWS)
+    rows[0] = ("ResNet-50 [12]", "58.1", "38.2", "26M")  # AP and AP50 swapped in one row
+    target = read_html_tables(target_html(rows))[0]
+    report = crosscheck(target, read_tables(source_path))
+    kinds = {d.target: d.kind for d in report.discrepancies}
+    assert kinds[(2, 1)] is DiscrepancyKind.PERMUTED and kinds[(2, 2)] is DiscrepancyKind.PERMUTED
+
+
+def test_value_from_another_row_is_classified(source_path: Path) -> None:
+    rows = list(TARGET_ROWS)
+    rows[2] = ("ConvNeXt-T [31]", "43.7", "66.6", "29M")  # Swin-T's AP copied into ConvNeXt-T's row
+    report = crosscheck(read_html_tables(target_html(rows))[0], read_tables(source_path))
+    wrong = {d.target: d for d in report.discrepancies}
+    assert wrong[(4, 1)].kind is DiscrepancyKind.OTHER_ROW and wrong[(4, 1)].found_at == (2, 1)
+
+
+def test_scale_and_rounding_slips_are_classified(source_path: Path) -> None:
+    rows = list(TARGET_ROWS)
+    rows[0] = ("ResNet-50 [12]", "3.82", "58.1", "26M")
+    rows[2] = ("ConvNeXt-T [31]", "44.2", "66.6", "28.5M")  # 28.6 is the source's
+    report = crosscheck(read_html_tables(target_html(rows))[0], read_tables(source_path))
+    kinds = {d.target: d.kind for d in report.discrepancies}
+    assert kinds[(2, 1)] is DiscrepancyKind.SCALE
+    assert kinds[(4, 3)] is DiscrepancyKind.DIGIT
+
+
+def test_permuted_column_headers_are_found(source_path: Path) -> None:
+    target = read_html_tables(target_html(headers=("AP50", "AP")))[0]  # numbers right, headers swapped
+    report = crosscheck(target, read_tables(source_path))
+    headers = [d for d in report.discrepancies if d.kind is DiscrepancyKind.HEADER]
+    assert {d.target for d in headers} == {(1, 1), (1, 2)}
+
+
+def test_transposed_copy_is_aligned() -> None:
+    source = Grid.from_rows([["Method", "AP", "AR"], ["A", "41.2", "55.3"], ["B", "43.9", "57.1"]])
+    target = Grid.from_rows([["Metric", "A", "B"], ["AP", "41.2", "43.9"], ["AR", "55.3", "57.1"]])
+    alignment = align(target, source)
+    assert alignment.transposed
+    assert {(p.target, p.source) for p in alignment.pairs} == {
+        ((1, 1), (1, 1)), ((1, 2), (2, 1)), ((2, 1), (1, 2)), ((2, 2), (2, 2)),
+    }  # fmt: skip
+
+
+def test_multi_metric_cells_are_not_paired() -> None:
+    source = Grid.from_rows([["Method", "AP / AR"], ["A", "45.1 / 60.2"], ["B", "41.0 / 55.5"]])
+    target = Grid.from_rows([["Method", "AP / AR"], ["A", "45.1 / 60.2"], ["B", "41.0 / 55.5"]])
+    assert match_cells(target, source) == []
+
+
+def test_tables_and_grids_are_accepted() -> None:
+    table = Table.from_rows(["model", "acc"], [["a", "91.25"], ["b", "88.75"], ["c", "70.5"]])
+    report = crosscheck(table, [Grid.from_table(table)])
+    assert report.source_index == 0 and len(report.pairs) == 3
+
+
+def test_non_numeric_and_empty_tables_do_not_crash() -> None:
+    words = Grid.from_rows([["name", "city"], ["ann", "oslo"], ["bob", "rome"]])
+    assert crosscheck(words, [words]).source_index is None
+    empty = Grid.from_rows([["only a header"]])
+    assert crosscheck(empty, [words]).source_index is None
+    best, ranking = match_table(words, [])
+    assert best is None and ranking == []
+
+
+def test_large_tables(tmp_path: Path) -> None:
+    rows = [["name"] + [f"c{j}" for j in range(49)]]
+    rows += [[f"row {i}"] + [f"{(i * 49 + j) % 997 / 10:.1f}" for j in range(49)] for i in range(499)]
+    grid = Grid.from_rows(rows)
+    report = crosscheck(grid, [grid])
+    assert report.source_index == 0 and len(report.pairs) == 499 * 49 and report.ok
+
+
+def test_labels() -> None:
+    assert label_words(r"ResNet-50 [12] \checkmark") == {"resnet", "50"}
+    assert same_name("Swin-T [20] Transformer", "Swin-T DBLP:journals/corr/abs-2103-14030")
+    assert same_name("CasMVSNet [13]", "CascadeMVSNet [15]")
+    assert not same_name("ResNet-18", "ResNet-50")
+    assert not same_name("Ours", "Ours")  # "ours" names a different method in each paper
+
+
+def test_report_json_and_html(target_path: Path, source_path: Path) -> None:
+    report = crosscheck(target_path, source_path)
+    data = report.to_dict()
+    assert data["source_table"] == 1 and data["discrepancies"][0]["kind"] == "digit"
+    assert data["pairs"][0]["target_text"] and data["ranking"][0]["table"] == 1
+    page = render_html([("paper <- cited", report)])
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    grids = read_html_tables(page)  # the page's own tables read back: target, source, discrepancy list
+    assert len(grids) == 3
+    assert grids[0].text(4, 2) == "66.9" and grids[1].text(3, 2) == "66.6"
+    assert 'class="bad"' in page and "&lt;- cited" in page

@@ -1,0 +1,166 @@
+"""Grid readers: HTML (spans, malformed markup, no entity resolution), LaTeX, Markdown, CSV, documents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tabverify.errors import TableError
+from tabverify.table import Grid, read_html_tables, read_latex_tables, read_markdown_tables, read_tables
+
+SPANNED = """
+<table>
+  <caption>Results on COCO</caption>
+  <thead>
+    <tr><th rowspan="2">Model</th><th colspan="2">COCO</th><th rowspan="2">Params</th></tr>
+    <tr><th>AP</th><th>AP<sub>50</sub></th></tr>
+  </thead>
+  <tbody>
+    <tr><td>ResNet-50 [12]</td><td>38.2</td><td>58.1</td><td>26M</td></tr>
+    <tr><td rowspan="2">Swin</td><td>43.7</td><td colspan="2">66.6</td></tr>
+    <tr><td>44.0</td><td>67.0</td><td>29M</td></tr>
+  </tbody>
+</table>
+"""
+
+
+def texts(grid: Grid) -> list[list[str]]:
+    return [[c.text.strip() for c in row] for row in grid.cells]
+
+
+def test_html_spans_are_expanded_with_header_rows_kept() -> None:
+    grid = read_html_tables(SPANNED)[0]
+    assert grid.caption == "Results on COCO"
+    assert texts(grid) == [
+        ["Model", "COCO", "COCO", "Params"],
+        ["Model", "AP", "AP50", "Params"],
+        ["ResNet-50 [12]", "38.2", "58.1", "26M"],
+        ["Swin", "43.7", "66.6", "66.6"],
+        ["Swin", "44.0", "67.0", "29M"],
+    ]
+    assert grid.header_row_count == 2
+    assert grid[(1, 0)].origin == (0, 0) and not grid.is_origin(1, 0)
+    assert grid.is_origin(3, 2) and not grid.is_origin(3, 3)
+    assert grid.column_label(2) == "COCO / AP50"
+    assert grid.row_label(4) == "Swin"
+    # numbers are read once, at the origin of their cell
+    assert (3, 2) in grid.measurements and (3, 3) not in grid.measurements
+    assert (0, 1) not in grid.data_measurements
+
+
+def test_html_malformed_markup_is_tolerated() -> None:
+    html = "<div><table><tr><td>a<td>1.5<tr><td>b</td><td>2.5</b></td></tr><td>c<td>3.5</table>"
+    grid = read_html_tables(html)[0]
+    assert texts(grid) == [["a", "1.5"], ["b", "2.5"], ["c", "3.5"]]
+
+
+def test_html_ragged_rows_are_padded_and_invalid_spans_are_one() -> None:
+    grid = read_html_tables('<table><tr><td rowspan="-2">x</td><td colspan="abc">y</td><td>z</td></tr>'
+                            '<tr><td>1</td></tr></table>')[0]  # fmt: skip
+    assert texts(grid) == [["x", "y", "z"], ["1", "", ""]]
+    assert grid[(1, 2)].filler
+
+
+def test_html_external_entities_are_not_resolved_or_fetched() -> None:
+    html = (
+        '<!DOCTYPE html [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
+        "<table><tr><td>&xxe;</td><td>&amp; &#x41;</td></tr></table>"
+    )
+    grid = read_html_tables(html)[0]
+    assert "root:" not in grid.text(0, 0)
+    assert grid.text(0, 1) == "& A"
+
+
+def test_html_nested_table_joins_the_enclosing_cell() -> None:
+    grid = read_html_tables(
+        "<table><tr><td>a<table><tr><td>inner</td></tr></table></td><td>1</td></tr></table>"
+    )
+    assert len(grid) == 1
+    assert texts(grid[0]) == [["ainner", "1"]]
+
+
+@pytest.mark.parametrize("html", ["", "<p>no tables here</p>", "<table></table>", "<table><tr></tr></table>"])
+def test_html_without_rows_is_a_clear_error(html: str) -> None:
+    with pytest.raises(TableError, match="no <table> with rows"):
+        read_html_tables(html, "page.html")
+
+
+def test_figcaption_is_the_caption_of_an_ar5iv_table() -> None:
+    html = "<figure><figcaption>Table 2: Ablation.</figcaption><table><tr><td>1</td></tr></table></figure>"
+    assert read_html_tables(html)[0].caption == "Table 2: Ablation."
+
+
+LATEX = r"""
+\begin{table}[t]
+\centering
+\caption{Results on \textbf{COCO}.}
+\begin{tabular}{l|cc}
+\toprule
+\multirow{2}{*}{Method} & \multicolumn{2}{c}{AP} \\
+ & box & mask \\ \midrule
+Ours & $\mathbf{45.3}\pm0.2$ & 40.1 \\ % a comment & more
+Base \& co & 12.3 & \cellcolor{gray}11.0 \\
+\multirow{2}{*}{Big} & 50.1 & 44.0 \\
+ & 51.2 & 45.5 \\
+\bottomrule
+\end{tabular}
+\end{table}
+"""
+
+
+def test_latex_tabular_with_multicolumn_multirow_and_caption() -> None:
+    grid = read_latex_tables(LATEX)[0]
+    assert grid.caption == r"Results on \textbf{COCO}."
+    rows = texts(grid)
+    assert rows[0] == ["Method", "AP", "AP"]
+    assert rows[1] == ["Method", "box", "mask"]
+    assert rows[2] == ["Ours", r"$\mathbf{45.3}\pm0.2$", "40.1"]
+    assert rows[3] == [r"Base \& co", "12.3", r"\cellcolor{gray}11.0"]
+    assert rows[5][0] == "Big" and grid[(5, 0)].origin == (4, 0)
+    assert grid.header_row_count == 2
+    assert grid.data_measurements[(2, 1)].uncertainty is not None
+
+
+def test_latex_errors_are_clear() -> None:
+    with pytest.raises(TableError, match="no \\\\begin"):
+        read_latex_tables("just text", "paper.tex")
+    with pytest.raises(TableError, match="has no"):
+        read_latex_tables(r"\begin{tabular}{cc} a & b \\", "paper.tex")
+
+
+def test_markdown_tables_with_caption() -> None:
+    text = "Intro.\n\nTable 1: Scores.\n| Model | Acc |\n|---|---:|\n| A | 91.2 |\n| B \\| C | 88.0 |\n\nEnd."
+    grid = read_markdown_tables(text)[0]
+    assert grid.caption == "Table 1: Scores."
+    assert texts(grid) == [["Model", "Acc"], ["A", "91.2"], ["B | C", "88.0"]]
+
+
+def test_read_tables_by_extension_and_paper_json(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("model,acc\nA,91.2\n", encoding="utf-8")
+    (tmp_path / "t.tex").write_text(LATEX, encoding="utf-8")
+    (tmp_path / "t.html").write_text(SPANNED, encoding="utf-8")
+    paper = {"list_table_and_caption": [{"table": "<table><tr><td>1.5</td></tr></table>", "caption": "T1"}]}
+    (tmp_path / "paper.json").write_text(json.dumps(paper), encoding="utf-8")
+    assert texts(read_tables(tmp_path / "t.csv")[0]) == [["model", "acc"], ["A", "91.2"]]
+    assert read_tables(tmp_path / "t.tex")[0].n_rows == 6
+    assert read_tables(tmp_path / "t.html")[0].n_columns == 4
+    assert read_tables(tmp_path / "paper.json")[0].caption == "T1"
+
+
+def test_read_tables_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(TableError, match="no such file"):
+        read_tables(tmp_path / "missing.html")
+    (tmp_path / "empty.html").write_text("", encoding="utf-8")
+    with pytest.raises(TableError, match="empty"):
+        read_tables(tmp_path / "empty.html")
+    (tmp_path / "x.json").write_text('{"a": 1}', encoding="utf-8")
+    with pytest.raises(TableError, match="list_table_and_caption"):
+        read_tables(tmp_path / "x.json")
+
+
+def test_large_table_reads() -> None:
+    rows = "".join("<tr>" + "".join(f"<td>{i}.{j}</td>" for j in range(50)) + "</tr>" for i in range(500))
+    grid = read_html_tables(f"<table>{rows}</table>")[0]
+    assert (grid.n_rows, grid.n_columns) == (500, 50)
