@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/datasets/tabfact
+ARXIVERI ?= ../shared/datasets/arxiveri
 JOBS ?= 2
 EXAMPLE := src/tabverify/examples/league.csv
+EXAMPLES := src/tabverify/examples
 
 .PHONY: demo test bench lint format train clean
 
@@ -20,6 +22,9 @@ demo: $(VENV)/.installed
 		"there were 2 games against the dayton rivers"
 	$(VENV)/bin/tabverify check $(EXAMPLE) "the game against albany comets was in week 2" || [ $$? -eq 1 ]
 	$(VENV)/bin/tabverify program run $(EXAMPLE) "eq{count{filter_eq{all_rows; opponent; dayton rivers}}; 2}"
+	mkdir -p results
+	$(VENV)/bin/tabverify crosscheck $(EXAMPLES)/paper.html --source $(EXAMPLES)/cited.tex \
+		--html results/crosscheck.html || [ $$? -eq 1 ]
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
@@ -30,6 +35,7 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_speed.py --data $(DATA) --limit 2000
 	$(PY) scripts/bench_recall.py --data $(DATA)
 	$(PY) scripts/bench_bootstrap.py --data $(DATA)
+	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --out results/arxiveri-dev.json
 
 train: $(VENV)/.installed
 	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS)

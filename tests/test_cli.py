@@ -141,7 +141,7 @@ def test_crosscheck_exit_1_with_discrepancy_and_html(tmp_path: Path) -> None:
     result = run("crosscheck", str(tmp_path / "paper.html"), "--source", str(tmp_path / "cited.tex"),
                  "--html", str(page))  # fmt: skip
     assert result.returncode == 1, result.stderr
-    assert "1 discrepancies" in result.stdout and "66.9" in result.stdout and "digit" in result.stdout
+    assert "1 discrepancy\n" in result.stdout and "66.9" in result.stdout and "digit" in result.stdout
     assert page.exists() and "66.9" in page.read_text(encoding="utf-8")
 
 

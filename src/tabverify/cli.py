@@ -193,6 +193,10 @@ def _where(grid: Grid, position: tuple[int, int]) -> str:
     return f"({position[0]}, {position[1]})" + (f" {names}" if names else "")
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _print_report(title: str, report: Report) -> None:
     source = report.source
     if source is None:
@@ -202,7 +206,7 @@ def _print_report(title: str, report: Report) -> None:
     status = (
         "[green]no discrepancies[/]"
         if report.ok
-        else f"[bold red]{len(report.discrepancies)} discrepancies[/]"
+        else f"[bold red]{_count(len(report.discrepancies), 'discrepancy', 'discrepancies')}[/]"
     )
     out.print(
         f"[bold]{title}[/]: matches {source.name}"

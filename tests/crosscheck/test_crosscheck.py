@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 import tabverify
 from tabverify.crosscheck import DiscrepancyKind, align, crosscheck, match_cells, match_table
@@ -132,3 +136,17 @@ def test_report_json_and_html(target_path: Path, source_path: Path) -> None:
     assert len(grids) == 3
     assert grids[0].text(4, 2) == "66.9" and grids[1].text(3, 2) == "66.6"
     assert 'class="bad"' in page and "&lt;- cited" in page
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium on this machine")
+def test_html_report_renders_in_a_real_browser(tmp_path: Path, target_path: Path, source_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(render_html([("paper <- cited", crosscheck(target_path, source_path))]), encoding="utf-8")
+    dom = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    grids = read_html_tables(dom)  # what the browser built, read back
+    assert len(grids) == 3
+    assert grids[0].text(4, 2) == "66.9" and grids[0].n_columns == 4
+    assert 'class="bad"' in dom and "1 discrepancy" in dom

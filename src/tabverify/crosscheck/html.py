@@ -100,7 +100,8 @@ def _section(title: str, report: Report) -> str:
     verdict = (
         '<span class="ok">no discrepancies</span>'
         if report.ok
-        else f'<span class="wrong">{len(report.discrepancies)} discrepancies</span>'
+        else f'<span class="wrong">{len(report.discrepancies)} '
+        f"{'discrepancy' if len(report.discrepancies) == 1 else 'discrepancies'}</span>"
     )
     parts.append(
         f'<p class="summary">Matched source table: {escape(source.name)} — {len(report.pairs)} cells agree, '
