@@ -87,7 +87,7 @@ def test_program_run_bad_program_exits_2(election_path: Path) -> None:
 
 
 def test_help_has_examples() -> None:
-    for command in ([], ["check"], ["crosscheck"], ["program", "run"], ["bench", "tabfact"], ["bench", "arxiveri"],
+    for command in ([], ["check"], ["crosscheck"], ["tables"], ["program", "run"], ["bench", "tabfact"], ["bench", "arxiveri"],
                     ["train", "tabfact"]):  # fmt: skip
         result = run(*command, "--help")
         assert result.returncode == 0
@@ -238,3 +238,17 @@ def test_bench_arxiveri_writes_result_file(tmp_path: Path) -> None:
 def test_bench_arxiveri_bad_data_dir(tmp_path: Path) -> None:
     result = run("bench", "arxiveri", "--data", str(tmp_path))
     assert result.returncode == 2 and "release layout" in result.stderr
+
+
+def test_tables_lists_tables_with_captions(tmp_path: Path) -> None:
+    from tests.crosscheck.conftest import SOURCE_TEX
+
+    (tmp_path / "cited.tex").write_text(SOURCE_TEX, encoding="utf-8")
+    result = run("tables", str(tmp_path / "cited.tex"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("1. 3 x 3, 4 numbers  Ablation of the neck.")
+    assert lines[1].startswith("2. 5 x 4, 12 numbers  Detection results on COCO val2017.")
+    data = json.loads(run("tables", str(tmp_path / "cited.tex"), "--json").stdout)
+    assert data[1]["rows"][2][1] == r"\textbf{43.7}" and data[1]["header_rows"] == 1
+    assert run("tables", str(tmp_path / "nothing.tex")).returncode == 2

@@ -302,6 +302,44 @@ def crosscheck(
     raise typer.Exit(EXIT_FINDINGS if found else EXIT_OK)
 
 
+@app.command(
+    epilog="""Examples:
+
+  tabverify tables paper.html
+
+  tabverify tables paper.tex --json
+"""
+)
+def tables(
+    document: Annotated[
+        Path,
+        typer.Argument(metavar="DOCUMENT", help="An HTML page, .tex, .md, .csv/.tsv or arXiVeri paper .json"),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the tables as JSON (rows of cell texts)")
+    ] = False,
+) -> None:
+    """List the tables of a document with their size and caption (numbers for --table)."""
+    grids = _read_document(document)
+    if as_json:
+        payload = [
+            {
+                "table": number,
+                "caption": grid.caption,
+                "header_rows": grid.header_row_count,
+                "rows": [[cell.text.strip() for cell in row] for row in grid.cells],
+            }
+            for number, grid in enumerate(grids, start=1)
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    for number, grid in enumerate(grids, start=1):
+        caption = grid.caption.replace("[", r"\[") or "(no caption)"
+        out.print(
+            f"{number}. {grid.n_rows} x {grid.n_columns}, {len(grid.data_measurements)} numbers  {caption}"
+        )
+
+
 @program_app.command(
     "run",
     epilog="""Examples:
