@@ -1,0 +1,13 @@
+"""Coreference scoring with mentions that can sit inside words (Hebrew), exact to the reference
+scorers on the classic formats."""
+
+from tabverify.coref.align import MATCH_MODES, align_mentions
+from tabverify.coref.document import Document, Mention
+from tabverify.coref.formats import CorefFormatError, read_documents, write_json
+from tabverify.coref.metrics import Counts, Score
+from tabverify.coref.score import CorefResult, score
+
+__all__ = [
+    "MATCH_MODES", "CorefFormatError", "CorefResult", "Counts", "Document", "Mention", "Score",
+    "align_mentions", "read_documents", "score", "write_json",
+]  # fmt: skip

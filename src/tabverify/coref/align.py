@@ -1,0 +1,125 @@
+"""Mention alignment: which response mention stands for which key mention, one-to-one.
+
+Modes:
+
+- ``exact``: the same word spans (for character formats, the same characters).
+- ``partial`` (the CorefUD scorer's): a response mention S matches key mention K when S's words
+  are all in K and K's head is among them; score |K∩S|/|K|.
+- ``head``: the same head word; among several, the larger proportional overlap wins.
+- ``overlap`` (character protocol): alignable when the characters both cover are at least
+  ``threshold`` of the shorter mention, so a 1-character suffix marked as the whole word still
+  aligns; among alignable pairs the assignment maximises IoU.
+
+In every mode identical mentions are paired first; the rest is a maximum-weight one-to-one
+assignment (Hungarian) with zero-weight pairs dropped; mentions are taken in text order, so ties go
+to the earlier start, then the earlier end.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from tabverify.coref.assignment import max_weight_assignment
+from tabverify.coref.document import Mention
+from tabverify.errors import TabverifyError
+
+MATCH_MODES = ("exact", "partial", "head", "overlap")
+
+
+def _partial(key: Mention, response: Mention) -> float:
+    k, s = set(key.units), set(response.units)
+    if not s <= k or (key.head is not None and key.head not in s):
+        return 0.0
+    return len(k & s) / len(k)
+
+
+def _head(key: Mention, response: Mention) -> float:
+    if key.head is None or key.head != response.head:
+        return 0.0
+    k, s = set(key.units), set(response.units)
+    return 1.0 + len(k & s) / len(k | s)
+
+
+def _overlap_scorer(threshold: float) -> Callable[[Mention, Mention], float]:
+    def score(key: Mention, response: Mention) -> float:
+        common = key.overlap(response)
+        if common == 0 or common < threshold * min(key.length, response.length) - 1e-9:
+            return 0.0
+        return common / (key.length + response.length - common)  # IoU
+
+    return score
+
+
+def align_mentions(
+    key: Sequence[Mention], response: Sequence[Mention], match: str = "exact", threshold: float = 0.8
+) -> dict[Mention, Mention]:
+    """Response mention -> the key mention it stands for (unaligned mentions are absent).
+
+    Raises:
+        TabverifyError: an unknown mode, or a threshold outside (0, 1].
+    """
+    if match not in MATCH_MODES:
+        raise TabverifyError(f"unknown matching {match!r}; use one of {', '.join(MATCH_MODES)}")
+    if not 0 < threshold <= 1:
+        raise TabverifyError(f"threshold {threshold} must be in (0, 1]")
+    key_set = set(key)
+    aligned = {m: m for m in response if m in key_set}
+    if match == "exact":
+        return aligned
+    keys = sorted(m for m in key_set if m not in aligned)
+    responses = sorted(m for m in set(response) if m not in aligned)
+    if not keys or not responses:
+        return aligned
+    scorer = {"partial": _partial, "head": _head}.get(match) or _overlap_scorer(threshold)
+    # only pairs that share a character can score: bucket by character to avoid n x m comparisons
+    by_char: dict[int, list[int]] = defaultdict(list)
+    for j, m in enumerate(responses):
+        for unit in m.units:
+            for c in range(unit.start, unit.end):
+                by_char[c].append(j)
+    weights: list[list[float]] = []
+    any_positive = False
+    for k in keys:
+        row = [0.0] * len(responses)
+        near = {j for unit in k.units for c in range(unit.start, unit.end) for j in by_char.get(c, ())}
+        for j in near:
+            row[j] = scorer(k, responses[j])
+            any_positive = any_positive or row[j] > 0
+        weights.append(row)
+    if not any_positive:
+        return aligned
+    for i, j in _components_assignment(weights):
+        if weights[i][j] > 0:
+            aligned[responses[j]] = keys[i]
+    return aligned
+
+
+def _components_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
+    """The Hungarian assignment, solved separately on each connected group of scoring pairs (the
+    groups are small, so large documents stay fast)."""
+    rows = len(weights)
+    parent = list(range(rows + len(weights[0])))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, row in enumerate(weights):
+        for j, w in enumerate(row):
+            if w > 0:
+                parent[find(i)] = find(rows + j)
+    groups: dict[int, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+    for i, row in enumerate(weights):
+        if any(w > 0 for w in row):
+            groups[find(i)][0].append(i)
+    for j in range(len(weights[0])):
+        if any(weights[i][j] > 0 for i in range(rows)):
+            groups[find(rows + j)][1].append(j)
+    pairs = []
+    for group_rows, group_columns in groups.values():
+        sub = [[weights[i][j] for j in group_columns] for i in group_rows]
+        pairs.extend((group_rows[a], group_columns[b]) for a, b in max_weight_assignment(sub))
+    return sorted(pairs)

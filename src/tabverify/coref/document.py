@@ -1,0 +1,127 @@
+"""Coreference documents: a text, mentions as character spans (possibly inside words), entities.
+
+Every format is read into this one coordinate system. Token-based formats (CoNLL-2012, CoNLL-U)
+get a text rebuilt from their tokens (empty nodes appear as "∅"), and a mention is the set of its
+word spans, so discontinuous mentions and heads keep their word structure. Character-based formats
+(JSON, IAHLT) give one span per mention, which may sit inside a word: the suffix "ו" of "ביתו".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tabverify.text.spans import Span
+
+KINDS = ("word", "subword", "phrase")
+SUBKINDS = ("embedded_pronoun", "clitic")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Mention:
+    """One mention.
+
+    Attributes:
+        units: the word spans of the mention in text order (one span for a character mention);
+            two mentions are the same mention when their units are equal.
+        head: the span of the head word, when the format gives one.
+        kind: ``word``, ``subword`` or ``phrase``.
+        subkind: for sub-word mentions, ``embedded_pronoun`` or ``clitic`` when known.
+        zero: the head is an empty node (a dropped pronoun in CoNLL-U).
+    """
+
+    units: tuple[Span, ...]
+    head: Span | None = field(default=None, compare=False)
+    kind: str = field(default="word", compare=False)
+    subkind: str | None = field(default=None, compare=False)
+    zero: bool = field(default=False, compare=False)
+
+    @classmethod
+    def of(cls, start: int, end: int, kind: str | None = None, subkind: str | None = None) -> Mention:
+        """A contiguous character mention ``[start, end)``."""
+        return cls((Span(start, end),), None, kind or "word", subkind)
+
+    @property
+    def start(self) -> int:
+        """First character."""
+        return self.units[0].start
+
+    @property
+    def end(self) -> int:
+        """One past the last character."""
+        return self.units[-1].end
+
+    @property
+    def span(self) -> Span:
+        """The smallest span covering the mention."""
+        return Span(self.start, self.end)
+
+    @property
+    def length(self) -> int:
+        """Characters covered (gaps of discontinuous mentions excluded)."""
+        return sum(len(u) for u in self.units)
+
+    def overlap(self, other: Mention) -> int:
+        """Characters covered by both mentions."""
+        total = 0
+        for a in self.units:
+            for b in other.units:
+                total += max(0, min(a.end, b.end) - max(a.start, b.start))
+        return total
+
+    def __str__(self) -> str:
+        return "+".join(f"[{u.start},{u.end})" for u in self.units)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document: its id, text and entities (each a tuple of mentions in text order).
+
+    Attributes:
+        doc_id: pairs key and response documents.
+        text: the raw text, or for token formats the tokens joined by spaces.
+        entities: the clusters; a singleton entity has one mention.
+        words: spans of the words, for token formats (empty for character formats).
+    """
+
+    doc_id: str
+    text: str
+    entities: tuple[tuple[Mention, ...], ...]
+    words: tuple[Span, ...] = ()
+
+    @cached_property
+    def mentions(self) -> tuple[Mention, ...]:
+        """Every mention, in text order."""
+        return tuple(sorted(m for entity in self.entities for m in entity))
+
+    def on_words(self, words: tuple[Span, ...], text: str) -> Document:
+        """The same document re-expressed on another tokenisation of the same words (the key's): word
+        i here becomes ``words[i]``. Token formats identify words by position, not by spelling."""
+        index = {span: i for i, span in enumerate(self.words)}
+
+        def move(m: Mention) -> Mention:
+            units = tuple(words[index[u]] for u in m.units)
+            head = words[index[m.head]] if m.head is not None else None
+            return Mention(units, head, m.kind, m.subkind, m.zero)
+
+        return Document(self.doc_id, text, tuple(tuple(move(m) for m in e) for e in self.entities), words)
+
+    def mention_text(self, mention: Mention) -> str:
+        """The text of a mention (its pieces joined by " … " when discontinuous)."""
+        return " … ".join(u.of(self.text) for u in mention.units)
+
+
+def classify_span(text: str, span: Span, word_boundaries: frozenset[int] | None = None) -> str:
+    """``subword`` when the span starts or ends inside a word, ``phrase`` when it holds a space,
+    else ``word``. ``word_boundaries`` (character offsets) overrides the space/punctuation rule."""
+
+    def boundary(offset: int) -> bool:
+        if word_boundaries is not None:
+            return offset in word_boundaries
+        if offset <= 0 or offset >= len(text):
+            return True
+        return not (text[offset - 1].isalnum() and text[offset].isalnum())
+
+    if not boundary(span.start) or not boundary(span.end):
+        return "subword"
+    return "phrase" if any(ch.isspace() for ch in span.of(text).strip()) else "word"

@@ -1,0 +1,198 @@
+"""Scoring: pair documents, align mentions, run every metric, micro-average over documents."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tabverify.coref.align import MATCH_MODES, align_mentions
+from tabverify.coref.document import Document, Mention
+from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score
+from tabverify.errors import TabverifyError
+
+log = logging.getLogger(__name__)
+
+METRIC_NAMES = ("muc", "b_cubed", "ceafm", "ceafe", "blanc", "lea")
+
+
+@dataclass(frozen=True)
+class CorefResult:
+    """Scores of a response against a key.
+
+    Attributes:
+        metrics: recall/precision/F1 per metric (``muc, b_cubed, ceafm, ceafe, blanc, lea``).
+        conll_f1: mean F1 of MUC, B3 and CEAF-e.
+        mentions: mention detection views: ``exact`` (identical spans), ``aligned`` (under the
+            chosen matching), ``subword`` and one per sub-kind (key sub-word mentions found), and
+            ``weighted`` when kind weights were given.
+        options: the options used (matching, threshold, singletons, BLANC variant, weights).
+        documents: number of scored document pairs.
+        warnings: what was dropped or assumed (duplicate mentions, missing documents).
+    """
+
+    metrics: dict[str, Score]
+    conll_f1: float
+    mentions: dict[str, Score]
+    options: dict[str, object]
+    documents: int
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings"}``."""
+        metrics: dict[str, object] = {name: score.to_dict() for name, score in self.metrics.items()}
+        metrics["conll_f1"] = self.conll_f1
+        return {
+            "metrics": metrics,
+            "mentions": {name: score.to_dict() for name, score in self.mentions.items()},
+            "options": self.options,
+            "documents": self.documents,
+            "warnings": list(self.warnings),
+        }
+
+
+def _score(counts: Counts) -> Score:
+    return Score(counts.recall, counts.precision, counts.f1)
+
+
+def pair_documents(
+    key_docs: Sequence[Document], response_docs: Sequence[Document]
+) -> tuple[list[tuple[Document, Document]], list[str]]:
+    """Key and response documents paired by id; a key document without a response is scored
+    against an empty one (with a warning), a response document without a key is ignored (warning).
+
+    Raises:
+        TabverifyError: no document id is shared (the files do not belong together), or an id repeats.
+    """
+    warnings = []
+    for docs, side in ((key_docs, "key"), (response_docs, "response")):
+        ids = [d.doc_id for d in docs]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise TabverifyError(
+                f"the {side} repeats document id(s) {', '.join(repeated[:5])}; ids must be unique"
+            )
+    responses = {d.doc_id: d for d in response_docs}
+    keys = {d.doc_id for d in key_docs}
+    if key_docs and response_docs and not keys & responses.keys():
+        raise TabverifyError(
+            "key and response share no document id (key: "
+            f"{', '.join(sorted(keys)[:3])}; response: {', '.join(sorted(responses)[:3])}); "
+            "documents are paired by id"
+        )
+    pairs = []
+    for doc in key_docs:
+        if doc.doc_id not in responses:
+            warnings.append(f"document {doc.doc_id!r} is missing from the response; scored as empty")
+            pairs.append((doc, Document(doc.doc_id, doc.text, ())))
+        else:
+            response = responses[doc.doc_id]
+            if doc.words and response.words:
+                if len(doc.words) != len(response.words):
+                    raise TabverifyError(
+                        f"document {doc.doc_id!r}: the key has {len(doc.words)} tokens and the response "
+                        f"{len(response.words)}; token files must hold the same tokens"
+                    )
+                response = response.on_words(doc.words, doc.text)
+            pairs.append((doc, response))
+    for doc_id in sorted(responses.keys() - keys):
+        warnings.append(f"response document {doc_id!r} has no key document; ignored")
+    return pairs, warnings
+
+
+def _drop_singletons(entities: Sequence[Sequence[Mention]]) -> list[list[Mention]]:
+    return [list(e) for e in entities if len(e) > 1]
+
+
+def score(
+    key_docs: Sequence[Document],
+    response_docs: Sequence[Document],
+    match: str = "exact",
+    threshold: float = 0.8,
+    keep_singletons: bool = True,
+    blanc_variant: str = "conll",
+    kind_weights: Mapping[str, float] | None = None,
+) -> CorefResult:
+    """Score response documents against key documents.
+
+    Args:
+        match: ``exact``, ``partial``, ``head`` or ``overlap`` (see :mod:`tabverify.coref.align`).
+        threshold: for ``overlap``: the share of the shorter mention the overlap must cover.
+        keep_singletons: False removes one-mention entities from key and response before alignment.
+        blanc_variant: ``conll`` (reference scorer) or ``corefud`` (see :func:`blanc_score`).
+        kind_weights: optional weights of key mentions by kind (``{"subword": 2.0}``) for the
+            ``weighted`` mention-detection view; the headline metrics never use them.
+    """
+    if match not in MATCH_MODES:
+        raise TabverifyError(f"unknown matching {match!r}; use one of {', '.join(MATCH_MODES)}")
+    if blanc_variant not in ("conll", "corefud"):
+        raise TabverifyError(f"unknown BLANC variant {blanc_variant!r}; use conll or corefud")
+    pairs, warnings = pair_documents(key_docs, response_docs)
+    totals = {name: Counts() for name in METRICS}
+    blanc_c, blanc_n = Counts(), Counts()
+    views = {"exact": Counts(), "aligned": Counts(), "subword": Counts(), "embedded_pronoun": Counts(),
+             "clitic": Counts(), "weighted": Counts()}  # fmt: skip
+    for key_doc, response_doc in pairs:
+        key_entities = [list(e) for e in key_doc.entities]
+        response_entities = [list(e) for e in response_doc.entities]
+        if not keep_singletons:
+            key_entities, response_entities = (
+                _drop_singletons(key_entities),
+                _drop_singletons(response_entities),
+            )
+        key_mentions = [m for e in key_entities for m in e]
+        response_mentions = [m for e in response_entities for m in e]
+        alignment = align_mentions(key_mentions, response_mentions, match, threshold)
+        key_clusters: list[list[Hashable]] = [list(e) for e in key_entities]
+        response_clusters: list[list[Hashable]] = [
+            [alignment.get(m, ("response", m)) for m in e] for e in response_entities
+        ]
+        for name, metric in METRICS.items():
+            totals[name] = totals[name] + metric(key_clusters, response_clusters)
+        c, n = blanc(key_clusters, response_clusters)
+        blanc_c, blanc_n = blanc_c + c, blanc_n + n
+        _mention_views(views, key_mentions, response_mentions, alignment, kind_weights)
+    metrics = {name: _score(totals[name]) for name in ("muc", "b_cubed", "ceafm", "ceafe")}
+    metrics["blanc"] = blanc_score(blanc_c, blanc_n, blanc_variant)
+    metrics["lea"] = _score(totals["lea"])
+    conll = (metrics["muc"].f1 + metrics["b_cubed"].f1 + metrics["ceafe"].f1) / 3
+    mention_scores = {name: _score(c) for name, c in views.items() if name != "weighted" or kind_weights}
+    options: dict[str, object] = {
+        "match": match,
+        "threshold": threshold if match == "overlap" else None,
+        "singletons": "kept" if keep_singletons else "removed before alignment",
+        "blanc": blanc_variant,
+        "kind_weights": dict(kind_weights) if kind_weights else None,
+    }
+    for message in warnings:
+        log.warning("%s", message)
+    return CorefResult(metrics, conll, mention_scores, options, len(pairs), tuple(warnings))
+
+
+def _mention_views(
+    views: dict[str, Counts],
+    key: Sequence[Mention],
+    response: Sequence[Mention],
+    alignment: Mapping[Mention, Mention],
+    kind_weights: Mapping[str, float] | None,
+) -> None:
+    key_set, response_set = set(key), set(response)
+    exact = len(key_set & response_set)
+    views["exact"] = views["exact"] + Counts(exact, len(key_set), exact, len(response_set))
+    views["aligned"] = views["aligned"] + Counts(
+        len(alignment), len(key_set), len(alignment), len(response_set)
+    )
+    found = set(alignment.values())
+    for view, wanted in (("subword", None), ("embedded_pronoun", "embedded_pronoun"), ("clitic", "clitic")):
+        gold = [m for m in key_set if m.kind == "subword" and (wanted is None or m.subkind == wanted)]
+        system = [m for m in response_set if m.kind == "subword" and (wanted is None or m.subkind == wanted)]
+        hits_gold = sum(1 for m in gold if m in found)
+        hits_system = sum(
+            1 for m in system if m in alignment and (wanted is None or alignment[m].subkind == wanted)
+        )
+        views[view] = views[view] + Counts(hits_gold, len(gold), hits_system, len(system))
+    if kind_weights:
+        weight = {m: kind_weights.get(m.subkind or m.kind, kind_weights.get(m.kind, 1.0)) for m in key_set}
+        hit = sum(weight[m] for m in found)
+        system_weight = sum(weight[alignment[m]] if m in alignment else 1.0 for m in response_set)
+        views["weighted"] = views["weighted"] + Counts(hit, sum(weight.values()), hit, system_weight)
