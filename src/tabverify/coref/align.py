@@ -51,10 +51,45 @@ def _overlap_scorer(threshold: float) -> Callable[[Mention, Mention], float]:
     return score
 
 
+def _dependency_fit(key: Mention, response: Mention) -> float:
+    """10 x F1 of the labelled dependencies + F1 of the parents alone, for two zeros of one sentence."""
+    if not key.deps or not response.deps:
+        return 0.0
+    key_sentences = {parent.split(":", 1)[0] for parent, _ in key.deps}
+    if not key_sentences & {parent.split(":", 1)[0] for parent, _ in response.deps}:
+        return 0.0
+
+    def f1(a: set[object], b: set[object]) -> float:
+        return 2 * len(a & b) / (len(a) + len(b)) if a or b else 0.0
+
+    labelled = f1(set(key.deps), set(response.deps))
+    parents = f1({p for p, _ in key.deps}, {p for p, _ in response.deps})
+    return 10 * labelled + parents
+
+
+def align_zeros_by_dependencies(
+    key: Sequence[Mention], response: Sequence[Mention]
+) -> dict[Mention, Mention]:
+    """Zeros paired by their enhanced dependencies before any other matching (the CorefUD scorer's
+    ``dependent`` method): within a sentence, the assignment maximising the dependency fit."""
+    keys = sorted(m for m in set(key) if m.zero and m.deps)
+    responses = sorted(m for m in set(response) if m.zero and m.deps)
+    weights = [[_dependency_fit(k, r) for r in responses] for k in keys]
+    if not keys or not responses:
+        return {}
+    return {responses[j]: keys[i] for i, j in max_weight_assignment(weights) if weights[i][j] > 0}
+
+
 def align_mentions(
-    key: Sequence[Mention], response: Sequence[Mention], match: str = "exact", threshold: float = 0.8
+    key: Sequence[Mention],
+    response: Sequence[Mention],
+    match: str = "exact",
+    threshold: float = 0.8,
+    preset: dict[Mention, Mention] | None = None,
 ) -> dict[Mention, Mention]:
     """Response mention -> the key mention it stands for (unaligned mentions are absent).
+
+    ``preset`` pairs (response -> key) are kept as they are and their mentions take no other part.
 
     Raises:
         TabverifyError: an unknown mode, or a threshold outside (0, 1].
@@ -63,11 +98,21 @@ def align_mentions(
         raise TabverifyError(f"unknown matching {match!r}; use one of {', '.join(MATCH_MODES)}")
     if not 0 < threshold <= 1:
         raise TabverifyError(f"threshold {threshold} must be in (0, 1]")
-    key_set = set(key)
-    aligned = {m: m for m in response if m in key_set}
+    aligned: dict[Mention, Mention] = dict(preset or {})
+    taken = set(aligned.values())
+    key_set = {m for m in key if m not in taken}
+    by_identity = {(m, m.head): m for m in key_set}
+    for m in response:
+        if m in aligned:
+            continue
+        # identical mentions first; under head matching they must also share their head
+        twin = by_identity.get((m, m.head)) if match == "head" else (m if m in key_set else None)
+        if twin is not None and twin not in taken:
+            aligned[m] = twin
+            taken.add(twin)
     if match == "exact":
         return aligned
-    keys = sorted(m for m in key_set if m not in aligned)
+    keys = sorted(m for m in key_set if m not in taken)
     responses = sorted(m for m in set(response) if m not in aligned)
     if not keys or not responses:
         return aligned

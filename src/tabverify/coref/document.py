@@ -28,6 +28,8 @@ class Mention:
         kind: ``word``, ``subword`` or ``phrase``.
         subkind: for sub-word mentions, ``embedded_pronoun`` or ``clitic`` when known.
         zero: the head is an empty node (a dropped pronoun in CoNLL-U).
+        deps: for zeros, the enhanced dependencies of the empty node as (parent id, relation) pairs,
+            parent ids written "sentence:ord"; used to match zeros by their dependencies.
     """
 
     units: tuple[Span, ...]
@@ -35,6 +37,7 @@ class Mention:
     kind: str = field(default="word", compare=False)
     subkind: str | None = field(default=None, compare=False)
     zero: bool = field(default=False, compare=False)
+    deps: frozenset[tuple[str, str]] = field(default=frozenset(), compare=False)
 
     @classmethod
     def of(cls, start: int, end: int, kind: str | None = None, subkind: str | None = None) -> Mention:
@@ -94,21 +97,57 @@ class Document:
         """Every mention, in text order."""
         return tuple(sorted(m for entity in self.entities for m in entity))
 
-    def on_words(self, words: tuple[Span, ...], text: str) -> Document:
-        """The same document re-expressed on another tokenisation of the same words (the key's): word
-        i here becomes ``words[i]``. Token formats identify words by position, not by spelling."""
+    def rebased(self, text: str, words_by_id: dict[str, Span], words: tuple[Span, ...]) -> Document:
+        """This document on another word inventory (``words_by_id`` maps each of its word ids to the
+        new span), so the same word has the same span in key and response."""
+        ids: tuple[str, ...] = getattr(self, "word_ids", ()) or tuple(str(i) for i in range(len(self.words)))
+        target = [words_by_id[i] for i in ids]
         index = {span: i for i, span in enumerate(self.words)}
 
         def move(m: Mention) -> Mention:
-            units = tuple(words[index[u]] for u in m.units)
-            head = words[index[m.head]] if m.head is not None else None
-            return Mention(units, head, m.kind, m.subkind, m.zero)
+            units = tuple(sorted(target[index[u]] for u in m.units))
+            head = target[index[m.head]] if m.head is not None else None
+            return Mention(units, head, m.kind, m.subkind, m.zero, m.deps)
 
         return Document(self.doc_id, text, tuple(tuple(move(m) for m in e) for e in self.entities), words)
 
     def mention_text(self, mention: Mention) -> str:
         """The text of a mention (its pieces joined by " … " when discontinuous)."""
         return " … ".join(u.of(self.text) for u in mention.units)
+
+
+def _order(word_id: str) -> tuple[float, ...]:
+    """Sort key of a word id: "3:15.1" -> (3, 15, 1); plain positions "7" -> (7,)."""
+    return tuple(float(part) for part in word_id.replace(":", ".").split(".") if part)
+
+
+def shared_words(key: Document, response: Document) -> tuple[Document, Document]:
+    """Key and response of a token format on one word inventory: words are matched by id (CoNLL-U:
+    sentence and ID, so the two may differ in their empty nodes) or by position (CoNLL-2012), and
+    laid out in document order."""
+    key_ids: tuple[str, ...] = getattr(key, "word_ids", ()) or tuple(str(i) for i in range(len(key.words)))
+    response_ids: tuple[str, ...] = getattr(response, "word_ids", ()) or tuple(
+        str(i) for i in range(len(response.words))
+    )
+    if set(response_ids) <= set(key_ids):
+        spans = dict(zip(key_ids, key.words, strict=True))
+        return key, response.rebased(key.text, spans, key.words)
+    forms = {i: span.of(key.text) for i, span in zip(key_ids, key.words, strict=True)}
+    for i, span in zip(response_ids, response.words, strict=True):
+        forms.setdefault(i, span.of(response.text))
+    parts: list[str] = []
+    spans = {}
+    length = 0
+    for word_id in sorted(forms, key=_order):
+        if parts:
+            parts.append(" ")
+            length += 1
+        spans[word_id] = Span(length, length + len(forms[word_id]))
+        parts.append(forms[word_id])
+        length += len(forms[word_id])
+    text = "".join(parts)
+    words = tuple(spans[i] for i in sorted(forms, key=_order))
+    return key.rebased(text, spans, words), response.rebased(text, spans, words)
 
 
 def classify_span(text: str, span: Span, word_boundaries: frozenset[int] | None = None) -> str:

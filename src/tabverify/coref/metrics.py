@@ -20,6 +20,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from tabverify.coref.assignment import max_weight_assignment
+from tabverify.coref.document import Mention
 
 Cluster = Sequence[Hashable]
 Clusters = Sequence[Cluster]
@@ -223,6 +224,37 @@ def blanc_score(coreference: Counts, non_coreference: Counts, variant: str = "co
     return Score(
         sum(c.recall for c in parts) / n, sum(c.precision for c in parts) / n, sum(c.f1 for c in parts) / n
     )
+
+
+def mention_overlap(key: Sequence[Mention], response: Sequence[Mention], words: bool = True) -> Counts:
+    """The mention overlap ratio (MOR, CRAC 2022): mentions grouped into runs of overlapping spans,
+    paired within each run to maximise the shared size; shared size over key size (recall) and
+    over response size (precision). Size counts words for token documents, else characters."""
+
+    def size(m: Mention) -> int:
+        return len(m.units) if words else m.length
+
+    def shared(a: Mention, b: Mention) -> int:
+        return len(set(a.units) & set(b.units)) if words else a.overlap(b)
+
+    items = sorted([(m, True) for m in set(key)] + [(m, False) for m in set(response)], key=lambda x: x[0])
+    total = Counts(0.0, sum(size(m) for m in set(key)), 0.0, sum(size(m) for m in set(response)))
+    run: list[tuple[Mention, bool]] = []
+    bound = -1
+    for item in items + [(None, False)]:
+        mention = item[0]
+        if mention is not None and (not run or mention.start < bound):
+            run.append(item)  # type: ignore[arg-type]
+            bound = max(bound, mention.end)
+            continue
+        keys = [m for m, is_key in run if is_key]
+        responses = [m for m, is_key in run if not is_key]
+        if keys and responses:
+            weights = [[float(shared(k, r)) for r in responses] for k in keys]
+            common = sum(weights[i][j] for i, j in max_weight_assignment(weights))
+            total = total + Counts(common, 0.0, common, 0.0)
+        run, bound = ([item], mention.end) if mention is not None else ([], -1)  # type: ignore[list-item]
+    return total
 
 
 METRICS = {"muc": muc, "b_cubed": b_cubed, "ceafm": ceafm, "ceafe": ceafe, "lea": lea}

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tabverify.coref.align import MATCH_MODES, align_mentions
-from tabverify.coref.document import Document, Mention
-from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score
+from tabverify.coref.align import MATCH_MODES, align_mentions, align_zeros_by_dependencies
+from tabverify.coref.document import Document, Mention, shared_words
+from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score, mention_overlap
 from tabverify.errors import TabverifyError
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,8 @@ class CorefResult:
         conll_f1: mean F1 of MUC, B3 and CEAF-e.
         mentions: mention detection views: ``exact`` (identical spans), ``aligned`` (under the
             chosen matching), ``subword`` and one per sub-kind (key sub-word mentions found), and
-            ``weighted`` when kind weights were given.
+            ``weighted`` when kind weights were given; ``overlap_ratio`` is the CorefUD scorer's
+            mention overlap ratio (MOR: shared words, or characters, of best-overlapping mentions).
         options: the options used (matching, threshold, singletons, BLANC variant, weights).
         documents: number of scored document pairs.
         warnings: what was dropped or assumed (duplicate mentions, missing documents).
@@ -88,12 +89,13 @@ def pair_documents(
         else:
             response = responses[doc.doc_id]
             if doc.words and response.words:
-                if len(doc.words) != len(response.words):
+                with_ids = getattr(doc, "word_ids", ()) and getattr(response, "word_ids", ())
+                if not with_ids and len(doc.words) != len(response.words):
                     raise TabverifyError(
                         f"document {doc.doc_id!r}: the key has {len(doc.words)} tokens and the response "
                         f"{len(response.words)}; token files must hold the same tokens"
                     )
-                response = response.on_words(doc.words, doc.text)
+                doc, response = shared_words(doc, response)
             pairs.append((doc, response))
     for doc_id in sorted(responses.keys() - keys):
         warnings.append(f"response document {doc_id!r} has no key document; ignored")
@@ -110,6 +112,8 @@ def score(
     match: str = "exact",
     threshold: float = 0.8,
     keep_singletons: bool = True,
+    keep_zeros: bool = True,
+    zero_match: str = "linear",
     blanc_variant: str = "conll",
     kind_weights: Mapping[str, float] | None = None,
 ) -> CorefResult:
@@ -119,19 +123,24 @@ def score(
         match: ``exact``, ``partial``, ``head`` or ``overlap`` (see :mod:`tabverify.coref.align`).
         threshold: for ``overlap``: the share of the shorter mention the overlap must cover.
         keep_singletons: False removes one-mention entities from key and response before alignment.
+        keep_zeros: False removes zero mentions (headed by an empty node, CoNLL-U) from both sides.
+        zero_match: ``linear`` (zeros match like other mentions, by position) or ``dependent``
+            (zeros are first paired by their enhanced dependencies within a sentence).
         blanc_variant: ``conll`` (reference scorer) or ``corefud`` (see :func:`blanc_score`).
         kind_weights: optional weights of key mentions by kind (``{"subword": 2.0}``) for the
             ``weighted`` mention-detection view; the headline metrics never use them.
     """
     if match not in MATCH_MODES:
         raise TabverifyError(f"unknown matching {match!r}; use one of {', '.join(MATCH_MODES)}")
+    if zero_match not in ("linear", "dependent"):
+        raise TabverifyError(f"unknown zero matching {zero_match!r}; use linear or dependent")
     if blanc_variant not in ("conll", "corefud"):
         raise TabverifyError(f"unknown BLANC variant {blanc_variant!r}; use conll or corefud")
     pairs, warnings = pair_documents(key_docs, response_docs)
     totals = {name: Counts() for name in METRICS}
     blanc_c, blanc_n = Counts(), Counts()
     views = {"exact": Counts(), "aligned": Counts(), "subword": Counts(), "embedded_pronoun": Counts(),
-             "clitic": Counts(), "weighted": Counts()}  # fmt: skip
+             "clitic": Counts(), "weighted": Counts(), "overlap_ratio": Counts()}  # fmt: skip
     for key_doc, response_doc in pairs:
         key_entities = [list(e) for e in key_doc.entities]
         response_entities = [list(e) for e in response_doc.entities]
@@ -142,7 +151,12 @@ def score(
             )
         key_mentions = [m for e in key_entities for m in e]
         response_mentions = [m for e in response_entities for m in e]
-        alignment = align_mentions(key_mentions, response_mentions, match, threshold)
+        preset = (
+            align_zeros_by_dependencies(key_mentions, response_mentions)
+            if zero_match == "dependent"
+            else None
+        )
+        alignment = align_mentions(key_mentions, response_mentions, match, threshold, preset)
         key_clusters: list[list[Hashable]] = [list(e) for e in key_entities]
         response_clusters: list[list[Hashable]] = [
             [alignment.get(m, ("response", m)) for m in e] for e in response_entities
@@ -152,6 +166,9 @@ def score(
         c, n = blanc(key_clusters, response_clusters)
         blanc_c, blanc_n = blanc_c + c, blanc_n + n
         _mention_views(views, key_mentions, response_mentions, alignment, kind_weights)
+        views["overlap_ratio"] = views["overlap_ratio"] + mention_overlap(
+            key_mentions, response_mentions, words=bool(key_doc.words)
+        )
     metrics = {name: _score(totals[name]) for name in ("muc", "b_cubed", "ceafm", "ceafe")}
     metrics["blanc"] = blanc_score(blanc_c, blanc_n, blanc_variant)
     metrics["lea"] = _score(totals["lea"])
@@ -161,6 +178,7 @@ def score(
         "match": match,
         "threshold": threshold if match == "overlap" else None,
         "singletons": "kept" if keep_singletons else "removed before alignment",
+        "zeros": ("kept, matched " + zero_match) if keep_zeros else "removed",
         "blanc": blanc_variant,
         "kind_weights": dict(kind_weights) if kind_weights else None,
     }

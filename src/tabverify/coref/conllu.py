@@ -1,0 +1,266 @@
+"""CorefUD CoNLL-U: coreference in the MISC column (``Entity=``), read and written.
+
+Brackets follow CorefUD 1.0: ``(e1-person-2-`` opens a mention of entity e1 whose head is its 2nd
+word (the field order comes from ``# global.Entity``), ``e1)`` closes it, ``(e1-person-1-)`` is a
+one-word mention, ``e1[1/2]`` marks the parts of a discontinuous mention. Mentions cover every node
+between their brackets, empty nodes (``5.1``) included; a mention whose head is an empty node is a
+zero. Multi-word tokens (``1-2``) are kept out of the word sequence (their words carry the mentions).
+Words are identified by sentence and ``ID``, so key and response may differ in their empty nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabverify.coref.document import Document, Mention
+from tabverify.coref.formats import EMPTY_NODE, CorefFormatError, _dedupe, _read
+from tabverify.text.spans import Span
+
+_BRACKET = re.compile(
+    r"\((?P<open>[^()\[\-]+)(?P<part>\[\d+/\d+\])?(?P<attrs>-[^()]*)?(?P<single>\))?"
+    r"|(?P<close>[^()\[\-]+)(?P<cpart>\[\d+/\d+\])?\)"
+)
+
+
+@dataclass
+class _Open:
+    entity: str
+    words: list[int] = field(default_factory=list)
+    head: int | None = None
+
+
+@dataclass
+class _DocumentState:
+    doc_id: str
+    fields: list[str]
+    parts: list[str] = field(default_factory=list)
+    words: list[Span] = field(default_factory=list)
+    word_ids: list[str] = field(default_factory=list)
+    empty: list[bool] = field(default_factory=list)
+    deps: dict[int, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    length: int = 0
+    entities: dict[str, list[Mention]] = field(default_factory=dict)
+    open: list[_Open] = field(default_factory=list)
+    pending: dict[str, _Open] = field(default_factory=dict)  # discontinuous mentions being collected
+
+    def add_word(self, form: str, word_id: str, empty: bool, new_sentence: bool) -> int:
+        if self.parts:
+            self.parts.append("\n" if new_sentence else " ")
+            self.length += 1
+        text = EMPTY_NODE if empty and form in ("", "_") else (form or "_")
+        self.parts.append(text)
+        self.words.append(Span(self.length, self.length + len(text)))
+        self.word_ids.append(word_id)
+        self.empty.append(empty)
+        self.length += len(text)
+        return len(self.words) - 1
+
+    def finish(self, opened: _Open) -> None:
+        words = sorted(set(opened.words))
+        head = words[opened.head] if opened.head is not None and 0 <= opened.head < len(words) else words[0]
+        units = tuple(self.words[i] for i in words)
+        kind = "phrase" if len(units) > 1 else "word"
+        zero = self.empty[head]
+        mention = Mention(
+            units,
+            self.words[head],
+            kind,
+            None,
+            zero,
+            self.deps.get(head, frozenset()) if zero else frozenset(),
+        )
+        self.entities.setdefault(opened.entity, []).append(mention)
+
+    def build(self, source: str) -> Document:
+        if self.open or self.pending:
+            names = sorted({o.entity for o in self.open} | set(self.pending))
+            raise CorefFormatError(
+                f"{source}: document {self.doc_id!r} ends with unclosed mention(s) of {', '.join(names)}"
+            )
+        return ConlluDocument(
+            self.doc_id,
+            "".join(self.parts),
+            _dedupe(self.entities.values(), f"{source} {self.doc_id}"),
+            tuple(self.words),
+            tuple(self.word_ids),
+            dict(self.deps),
+        )
+
+
+@dataclass(frozen=True)
+class ConlluDocument(Document):
+    """A document read from CoNLL-U: words carry their ids (``"3:5.1"``) and empty nodes their DEPS."""
+
+    word_ids: tuple[str, ...] = ()
+    deps: dict[int, frozenset[tuple[str, str]]] = field(default_factory=dict, compare=False)
+
+
+def _head_index(attrs: str | None, fields: list[str]) -> int | None:
+    if not attrs:
+        return None
+    values = attrs.split("-")  # attrs starts with '-': values[0] is empty, values[1:] follow fields[1:]
+    try:
+        position = fields.index("head")
+    except ValueError:
+        return None
+    if position < len(values) and values[position].strip().isdigit():
+        return int(values[position]) - 1
+    return None
+
+
+def _parse_deps(value: str, sentence: int) -> frozenset[tuple[str, str]]:
+    if value in ("", "_"):
+        return frozenset()
+    result = set()
+    for item in value.split("|"):
+        parent, _, relation = item.partition(":")
+        result.add((f"{sentence}:{parent}", relation))
+    return frozenset(result)
+
+
+def read_conllu(path: str | Path) -> list[Document]:
+    """Documents of a CorefUD CoNLL-U file (``# newdoc id =`` starts a document).
+
+    Raises:
+        CorefFormatError: a token line without 10 columns, a bracket closing an entity that is not
+            open, or mentions left open at the end of a document.
+    """
+    path = Path(path)
+    documents: list[Document] = []
+    fields = ["eid", "etype", "head", "other"]
+    state: _DocumentState | None = None
+    sentence, new_sentence = 0, False
+    for number, line in enumerate(_read(path).splitlines(), start=1):
+        if line.startswith("#"):
+            newdoc = re.match(r"^#\s*newdoc(?:\s+id\s*=\s*(.*))?$", line.strip())
+            entity_fields = re.match(r"^#\s*global\.Entity\s*=\s*(\S+)", line.strip())
+            if entity_fields:
+                fields = entity_fields.group(1).split("-")
+                if state is not None:
+                    state.fields = fields
+            if newdoc:
+                if state is not None and state.words:
+                    documents.append(state.build(path.name))
+                state = _DocumentState(
+                    (newdoc.group(1) or f"{path.stem}-{len(documents) + 1}").strip(), fields
+                )
+            continue
+        if not line.strip():
+            if state is not None and state.words:
+                sentence += 1
+                new_sentence = True
+            continue
+        columns = line.split("\t")
+        if len(columns) != 10:
+            raise CorefFormatError(f"{path}:{number}: a CoNLL-U token line needs 10 tab-separated columns")
+        token_id = columns[0]
+        if "-" in token_id:
+            continue  # a multi-word token: its words follow
+        if state is None:
+            state = _DocumentState(path.stem, fields)
+        empty = "." in token_id
+        index = state.add_word(columns[1], f"{sentence}:{token_id}", empty, new_sentence)
+        new_sentence = False
+        if empty:
+            state.deps[index] = _parse_deps(columns[8], sentence)
+        entity = next((item[7:] for item in columns[9].split("|") if item.startswith("Entity=")), "")
+        _apply_brackets(state, entity, index, f"{path}:{number}")
+    if state is not None and state.words:
+        documents.append(state.build(path.name))
+    return documents
+
+
+def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -> None:
+    closes: list[tuple[str, str | None]] = []
+    position = 0
+    for match in _BRACKET.finditer(value):
+        if value[position : match.start()].strip():
+            raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
+        position = match.end()
+        if match.group("open"):
+            entity, part = match.group("open"), match.group("part")
+            head = _head_index(match.group("attrs"), state.fields)
+            key = entity + (part or "")
+            opened = _Open(key, [], head)
+            state.open.append(opened)
+            if match.group("single"):
+                closes.append((entity, part))
+        else:
+            closes.append((match.group("close"), match.group("cpart")))
+    if value[position:].strip():
+        raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
+    for opened in state.open:
+        opened.words.append(index)
+    for entity, part in closes:
+        key = entity + (part or "")
+        for i in range(len(state.open) - 1, -1, -1):
+            if state.open[i].entity == key:
+                opened = state.open.pop(i)
+                break
+        else:
+            raise CorefFormatError(f"{where}: '{key})' closes a mention of {entity} that is not open")
+        if part is None:
+            opened.entity = entity
+            state.finish(opened)
+            continue
+        number, total = (int(x) for x in part.strip("[]").split("/"))
+        collected = state.pending.setdefault(entity, _Open(entity, [], opened.head))
+        collected.words.extend(opened.words)
+        if number == 1 and opened.head is not None:
+            collected.head = opened.head
+        if number == total:
+            state.finish(state.pending.pop(entity))
+
+
+def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
+    """Write token-based documents as CorefUD CoNLL-U (one sentence per text line; heads kept)."""
+    lines: list[str] = []
+    for doc in documents:
+        if not doc.words:
+            raise CorefFormatError(f"document {doc.doc_id!r} has no words; CoNLL-U needs a token document")
+        lines += [f"# newdoc id = {doc.doc_id}", "# global.Entity = eid-etype-head-other"]
+        index = {span: i for i, span in enumerate(doc.words)}
+        opens: dict[int, list[str]] = {}
+        closes: dict[int, list[str]] = {}
+        for e, entity in enumerate(doc.entities, start=1):
+            for mention in entity:
+                words = [index[u] for u in mention.units]
+                head = words.index(index[mention.head]) + 1 if mention.head in index else 1
+                contiguous = words == list(range(words[0], words[-1] + 1))
+                groups = [words] if contiguous else _runs(words)
+                for p, run in enumerate(groups, start=1):
+                    part = "" if len(groups) == 1 else f"[{p}/{len(groups)}]"
+                    if len(run) == 1 and len(groups) == 1:
+                        opens.setdefault(run[0], []).append(f"(e{e}{part}-x-{head}-)")
+                        continue
+                    opens.setdefault(run[0], []).append(
+                        f"(e{e}{part}-x-{head}-" + (")" if len(run) == 1 else "")
+                    )
+                    if len(run) > 1:
+                        closes.setdefault(run[-1], []).append(f"e{e}{part})")
+        sentence, token = 0, 0
+        lines.append("# sent_id = 1")
+        for i, span in enumerate(doc.words):
+            if i and doc.text[doc.words[i - 1].end : span.start] == "\n":
+                sentence += 1
+                token = 0
+                lines += ["", f"# sent_id = {sentence + 1}"]
+            token += 1
+            entity = "".join(opens.get(i, [])) + "".join(reversed(closes.get(i, [])))
+            misc = f"Entity={entity}" if entity else "_"
+            lines.append("\t".join([str(token), span.of(doc.text), "_", "_", "_", "_", "0", "_", "_", misc]))
+        lines.append("")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _runs(words: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = [[words[0]]]
+    for w in words[1:]:
+        if w == runs[-1][-1] + 1:
+            runs[-1].append(w)
+        else:
+            runs.append([w])
+    return runs
