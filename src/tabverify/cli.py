@@ -43,9 +43,13 @@ program_app = typer.Typer(
 )
 bench_app = typer.Typer(help="Reproduce benchmark protocols and metrics.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the models that ship with tabverify.", no_args_is_help=True)
+coref_app = typer.Typer(
+    help="Score coreference, also with mentions inside words (Hebrew).", no_args_is_help=True
+)
 app.add_typer(program_app, name="program")
 app.add_typer(bench_app, name="bench")
 app.add_typer(train_app, name="train")
+app.add_typer(coref_app, name="coref")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -338,6 +342,89 @@ def tables(
         out.print(
             f"{number}. {grid.n_rows} x {grid.n_columns}, {len(grid.data_measurements)} numbers  {caption}"
         )
+
+
+@coref_app.command(
+    "score",
+    epilog="""Examples:
+
+  tabverify coref score key.conll response.conll
+
+  tabverify coref score gold.conllu system.conllu --match head --drop-singletons
+
+  tabverify coref score gold.jsonl system.jsonl --match overlap --threshold 0.8 --html view.html --json
+""",
+)
+def coref_score(
+    key: Annotated[Path, typer.Argument(metavar="KEY", help="Gold documents")],
+    response: Annotated[
+        Path, typer.Argument(metavar="RESPONSE", help="System documents (paired by document id)")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="conll, conllu, json or auto (by name and content)")
+    ] = "auto",
+    match: Annotated[str, typer.Option(help="Mention matching: exact, partial, head or overlap")] = "exact",
+    threshold: Annotated[
+        float, typer.Option(help="overlap: share of the shorter mention the overlap must cover")
+    ] = 0.8,
+    keep_singletons: Annotated[
+        bool,
+        typer.Option("--keep-singletons/--drop-singletons", help="Score one-mention entities or remove them"),
+    ] = True,
+    keep_zeros: Annotated[
+        bool, typer.Option("--keep-zeros/--drop-zeros", help="CoNLL-U: keep mentions headed by empty nodes")
+    ] = True,
+    zero_match: Annotated[
+        str, typer.Option(help="Zeros: linear (by position) or dependent (by DEPS)")
+    ] = "linear",
+    blanc_variant: Annotated[
+        str, typer.Option("--blanc", help="BLANC edge cases: conll or corefud")
+    ] = "conll",
+    html: Annotated[Path | None, typer.Option(help="Write an HTML alignment view here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON")] = False,
+) -> None:
+    """Score a coreference response against a key: MUC, B3, CEAF-m, CEAF-e, BLANC, LEA and CoNLL-F1,
+    micro-averaged over documents, with mention detection views. Exit 0, or 2 on bad input."""
+    from tabverify.coref import read_documents, score
+
+    logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    try:
+        key_docs, response_docs = read_documents(key, fmt), read_documents(response, fmt)
+        result = score(
+            key_docs, response_docs, match=match, threshold=threshold, keep_singletons=keep_singletons,
+            keep_zeros=keep_zeros, zero_match=zero_match, blanc_variant=blanc_variant,
+        )  # fmt: skip
+    except TabverifyError as exc:
+        raise _fail(str(exc)) from None
+    if html is not None:
+        from tabverify.coref.html import render_alignment
+
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(
+                render_alignment(
+                    key_docs, response_docs, match=match, threshold=threshold, keep_singletons=keep_singletons
+                ),  # fmt: skip
+                encoding="utf-8",
+            )
+        except OSError as exc:
+            raise _fail(f"--html {html}: cannot write ({exc.strerror})") from None
+    if as_json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return
+    view = RichTable("metric", "recall", "precision", "F1")
+    for name, metric in result.metrics.items():
+        view.add_row(name, f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}")
+    view.add_row("conll_f1", "", "", f"{result.conll_f1:.4f}", style="bold")
+    out.print(view)
+    mentions = RichTable("mentions", "recall", "precision", "F1")
+    for name, metric in result.mentions.items():
+        mentions.add_row(name, f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}")
+    out.print(mentions)
+    options = ", ".join(f"{k}={v}" for k, v in result.options.items() if v is not None)
+    out.print(f"{result.documents} document(s); {options}")
+    if html is not None:
+        out.print(f"wrote {html}")
 
 
 @program_app.command(

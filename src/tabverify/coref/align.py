@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from tabverify.coref.assignment import max_weight_assignment
+from tabverify.coref.assignment import max_weight_assignment, sparse_max_weight_assignment
 from tabverify.coref.document import Mention
 from tabverify.errors import TabverifyError
 
@@ -123,48 +123,13 @@ def align_mentions(
         for unit in m.units:
             for c in range(unit.start, unit.end):
                 by_char[c].append(j)
-    weights: list[list[float]] = []
-    any_positive = False
-    for k in keys:
-        row = [0.0] * len(responses)
+    weights: dict[tuple[int, int], float] = {}
+    for i, k in enumerate(keys):
         near = {j for unit in k.units for c in range(unit.start, unit.end) for j in by_char.get(c, ())}
         for j in near:
-            row[j] = scorer(k, responses[j])
-            any_positive = any_positive or row[j] > 0
-        weights.append(row)
-    if not any_positive:
-        return aligned
-    for i, j in _components_assignment(weights):
-        if weights[i][j] > 0:
-            aligned[responses[j]] = keys[i]
-    return aligned
-
-
-def _components_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
-    """The Hungarian assignment, solved separately on each connected group of scoring pairs (the
-    groups are small, so large documents stay fast)."""
-    rows = len(weights)
-    parent = list(range(rows + len(weights[0])))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, row in enumerate(weights):
-        for j, w in enumerate(row):
+            w = scorer(k, responses[j])
             if w > 0:
-                parent[find(i)] = find(rows + j)
-    groups: dict[int, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-    for i, row in enumerate(weights):
-        if any(w > 0 for w in row):
-            groups[find(i)][0].append(i)
-    for j in range(len(weights[0])):
-        if any(weights[i][j] > 0 for i in range(rows)):
-            groups[find(rows + j)][1].append(j)
-    pairs = []
-    for group_rows, group_columns in groups.values():
-        sub = [[weights[i][j] for j in group_columns] for i in group_rows]
-        pairs.extend((group_rows[a], group_columns[b]) for a, b in max_weight_assignment(sub))
-    return sorted(pairs)
+                weights[(i, j)] = w
+    for i, j in sparse_max_weight_assignment(weights):
+        aligned[responses[j]] = keys[i]
+    return aligned

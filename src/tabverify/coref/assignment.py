@@ -7,7 +7,8 @@ the result is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
 
 def max_weight_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
@@ -67,4 +68,39 @@ def max_weight_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int,
             if j0 == 0:
                 break
     pairs = [(p[j] - 1, j - 1) for j in range(1, n + 1) if p[j] and p[j] - 1 < rows and j - 1 < columns]
+    return sorted(pairs)
+
+
+def sparse_max_weight_assignment(weights: Mapping[tuple[int, int], float]) -> list[tuple[int, int]]:
+    """The same assignment for sparse positive weights ``{(row, column): weight}``: solved on each
+    connected group of rows and columns separately, which keeps large, sparse problems fast (the
+    best assignment never pairs across groups, where every weight is 0)."""
+    parent: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def find(x: tuple[str, int]) -> tuple[str, int]:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for (i, j), w in weights.items():
+        if w > 0:
+            parent[find(("r", i))] = find(("c", j))
+    groups: dict[tuple[str, int], tuple[set[int], set[int]]] = defaultdict(lambda: (set(), set()))
+    for (i, j), w in weights.items():
+        if w > 0:
+            rows, columns = groups[find(("r", i))]
+            rows.add(i)
+            columns.add(j)
+    pairs = []
+    for rows, columns in groups.values():
+        row_list, column_list = sorted(rows), sorted(columns)
+        if len(row_list) == 1 and len(column_list) == 1:
+            pairs.append((row_list[0], column_list[0]))
+            continue
+        dense = [[weights.get((i, j), 0.0) for j in column_list] for i in row_list]
+        pairs.extend(
+            (row_list[a], column_list[b]) for a, b in max_weight_assignment(dense) if dense[a][b] > 0
+        )
     return sorted(pairs)

@@ -80,19 +80,27 @@ class _Builder:
 
 
 def _dedupe(entities: Iterable[list[Mention]], where: str) -> tuple[tuple[Mention, ...], ...]:
-    """Entities with each mention kept once (its first occurrence), warning about repeats."""
+    """Entities with each mention kept once (its first occurrence); one warning per document."""
     seen: set[Mention] = set()
+    dropped: list[Mention] = []
     result = []
     for entity in entities:
         kept = []
         for mention in entity:
             if mention in seen:
-                log.warning("%s: duplicate mention %s dropped (kept its first occurrence)", where, mention)
+                dropped.append(mention)
                 continue
             seen.add(mention)
             kept.append(mention)
         if kept:
             result.append(tuple(sorted(kept)))
+    if dropped:
+        log.warning(
+            "%s: %d duplicate mention(s) dropped, first occurrence kept (e.g. %s)",
+            where,
+            len(dropped),
+            dropped[0],
+        )
     return tuple(result)
 
 

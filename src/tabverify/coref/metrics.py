@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from tabverify.coref.assignment import max_weight_assignment
+from tabverify.coref.assignment import max_weight_assignment, sparse_max_weight_assignment
 from tabverify.coref.document import Mention
 
 Cluster = Sequence[Hashable]
@@ -117,16 +117,18 @@ def b_cubed(key: Clusters, response: Clusters) -> Counts:
 
 
 def _ceaf(key: Clusters, response: Clusters, entity_based: bool) -> Counts:
-    key_sets = [set(c) for c in key]
-    response_sets = [set(c) for c in response]
-    weights = []
-    for k in key_sets:
-        row = []
-        for r in response_sets:
-            common = len(k & r)
-            row.append(2 * common / (len(k) + len(r)) if entity_based else float(common))
-        weights.append(row)
-    similarity = sum(weights[i][j] for i, j in max_weight_assignment(weights))
+    response_of = _index(response)
+    weights: dict[tuple[int, int], float] = {}
+    response_sizes = [len(set(c)) for c in response]
+    for i, cluster in enumerate(key):
+        members = set(cluster)
+        common: dict[int, int] = {}
+        for m in members:
+            if m in response_of:
+                common[response_of[m]] = common.get(response_of[m], 0) + 1
+        for j, n in common.items():
+            weights[(i, j)] = 2 * n / (len(members) + response_sizes[j]) if entity_based else float(n)
+    similarity = sum(weights[pair] for pair in sparse_max_weight_assignment(weights))
     if entity_based:
         return Counts(similarity, len(key), similarity, len(response))
     return Counts(similarity, sum(len(c) for c in key), similarity, sum(len(c) for c in response))
