@@ -87,7 +87,7 @@ def test_program_run_bad_program_exits_2(election_path: Path) -> None:
 
 
 def test_help_has_examples() -> None:
-    for command in ([], ["check"], ["crosscheck"], ["tables"], ["program", "run"], ["bench", "tabfact"], ["bench", "arxiveri"],
+    for command in ([], ["check"], ["crosscheck"], ["tables"], ["coref", "score"], ["program", "run"], ["bench", "tabfact"], ["bench", "arxiveri"],
                     ["train", "tabfact"]):  # fmt: skip
         result = run(*command, "--help")
         assert result.returncode == 0
@@ -252,3 +252,40 @@ def test_tables_lists_tables_with_captions(tmp_path: Path) -> None:
     data = json.loads(run("tables", str(tmp_path / "cited.tex"), "--json").stdout)
     assert data[1]["rows"][2][1] == r"\textbf{43.7}" and data[1]["header_rows"] == 1
     assert run("tables", str(tmp_path / "nothing.tex")).returncode == 2
+
+
+def test_coref_score_prints_metrics_and_json(tmp_path: Path) -> None:
+    from tests.coref.test_coref import CONLL
+
+    key = tmp_path / "key.conll"
+    key.write_text(CONLL, encoding="utf-8")
+    response = tmp_path / "response.conll"
+    response.write_text(CONLL.replace("doc1 0 3 him (1)|(2)", "doc1 0 3 him -"), encoding="utf-8")
+    result = run("coref", "score", str(key), str(response))
+    assert result.returncode == 0, result.stderr
+    assert "conll_f1" in result.stdout and "singletons=kept" in result.stdout
+    page = tmp_path / "view.html"
+    data = json.loads(run("coref", "score", str(key), str(response), "--json", "--html", str(page)).stdout)
+    assert set(data["metrics"]) == {"muc", "b_cubed", "ceafm", "ceafe", "blanc", "lea", "conll_f1"}
+    assert data["options"]["match"] == "exact" and 0.0 < data["metrics"]["conll_f1"] < 1.0
+    assert all(0.0 <= v <= 1.0 for m in data["metrics"].values() if isinstance(m, dict) for v in m.values())
+    assert 'dir="auto"' in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("key_text", "message"),
+    [
+        ("#begin document (d);\nd 0 0 a (1\n#end document\n", "unclosed"),
+        ("#begin document (other);\nd 0 0 a (1)\n#end document\n", "share no document id"),
+        ('{"doc_id": "(doc1); part 000", "text": "ab", "clusters": [[[0, 5]]]}', "outside the text"),
+    ],
+)
+def test_coref_score_bad_input_exits_2(tmp_path: Path, key_text: str, message: str) -> None:
+    from tests.coref.test_coref import CONLL
+
+    key = tmp_path / ("key.json" if key_text.startswith("{") else "key.conll")
+    key.write_text(key_text, encoding="utf-8")
+    response = tmp_path / "response.conll"
+    response.write_text(CONLL, encoding="utf-8")
+    result = run("coref", "score", str(key), str(response))
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr

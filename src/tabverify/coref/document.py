@@ -112,8 +112,14 @@ class Document:
         return Document(self.doc_id, text, tuple(tuple(move(m) for m in e) for e in self.entities), words)
 
     def mention_text(self, mention: Mention) -> str:
-        """The text of a mention (its pieces joined by " … " when discontinuous)."""
-        return " … ".join(u.of(self.text) for u in mention.units)
+        """The text of a mention; the pieces of a discontinuous mention are joined by " … "."""
+        pieces = [mention.units[0]]
+        for unit in mention.units[1:]:
+            if self.text[pieces[-1].end : unit.start].strip():
+                pieces.append(unit)  # something stands between: a gap
+            else:
+                pieces[-1] = Span(pieces[-1].start, unit.end)
+        return " … ".join(p.of(self.text) for p in pieces)
 
 
 def _order(word_id: str) -> tuple[float, ...]:
@@ -150,17 +156,33 @@ def shared_words(key: Document, response: Document) -> tuple[Document, Document]
     return key.rebased(text, spans, words), response.rebased(text, spans, words)
 
 
-def classify_span(text: str, span: Span, word_boundaries: frozenset[int] | None = None) -> str:
-    """``subword`` when the span starts or ends inside a word, ``phrase`` when it holds a space,
-    else ``word``. ``word_boundaries`` (character offsets) overrides the space/punctuation rule."""
+MORPHEME_BOUNDARY = "\u200b"
+PREFIX_CLITICS = set("הובכלמש")
+
+
+def _in_word(ch: str) -> bool:
+    return ch.isalnum() or ch == MORPHEME_BOUNDARY or ch in "'\"״׳"
+
+
+def classify_span(text: str, span: Span) -> tuple[str, str | None]:
+    """(kind, subkind) of a character mention.
+
+    ``subword`` when it starts or ends inside an orthographic word (U+200B, the IAHLT morpheme mark,
+    joins morphemes within a word); then ``clitic`` for a one- or two-letter prefix of a word and
+    ``embedded_pronoun`` for a short ending of a word; ``phrase`` when it holds a space; else ``word``.
+    """
 
     def boundary(offset: int) -> bool:
-        if word_boundaries is not None:
-            return offset in word_boundaries
-        if offset <= 0 or offset >= len(text):
-            return True
-        return not (text[offset - 1].isalnum() and text[offset].isalnum())
+        return (
+            offset <= 0 or offset >= len(text) or not (_in_word(text[offset - 1]) and _in_word(text[offset]))
+        )
 
-    if not boundary(span.start) or not boundary(span.end):
-        return "subword"
-    return "phrase" if any(ch.isspace() for ch in span.of(text).strip()) else "word"
+    starts_word, ends_word = boundary(span.start), boundary(span.end)
+    if starts_word and ends_word:
+        return ("phrase" if any(ch.isspace() for ch in span.of(text).strip()) else "word"), None
+    core = span.of(text).strip(MORPHEME_BOUNDARY)
+    if starts_word and len(core) <= 2 and all(ch in PREFIX_CLITICS for ch in core):
+        return "subword", "clitic"
+    if ends_word and len(core) <= 3 and " " not in core:
+        return "subword", "embedded_pronoun"
+    return "subword", None

@@ -26,7 +26,6 @@ from tabverify.text.spans import Span
 log = logging.getLogger(__name__)
 
 FORMATS = ("conll", "conllu", "json")
-MORPHEME_BOUNDARY = "\u200b"
 EMPTY_NODE = "∅"
 
 
@@ -195,7 +194,6 @@ def _json_documents(data: object, source: str) -> list[Document]:
             record.get("doc_id") or record.get("doc_key") or record.get("id") or metadata.get("doc_id")
             or f"{Path(source).stem}-{number}"
         )  # fmt: skip
-        boundaries = _morpheme_boundaries(text) if MORPHEME_BOUNDARY in text else None
         entities = []
         for cluster in record["clusters"]:
             spans = cluster.get("mentions", []) if isinstance(cluster, dict) else cluster
@@ -214,22 +212,12 @@ def _json_documents(data: object, source: str) -> list[Document]:
                     )
                 extra = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
                 span = Span(start, end)
-                kind = str(extra.get("kind") or classify_span(text, span, boundaries))
-                mentions.append(Mention((span,), None, kind, extra.get("subkind")))
+                kind, subkind = classify_span(text, span)
+                kind = str(extra.get("kind") or kind)
+                mentions.append(Mention((span,), None, kind, extra.get("subkind", subkind)))
             entities.append(mentions)
         documents.append(Document(doc_id, text, _dedupe(entities, f"{source} {doc_id}")))
     return documents
-
-
-def _morpheme_boundaries(text: str) -> frozenset[int]:
-    """Word and morpheme boundaries of a text where U+200B separates morphemes inside words."""
-    cuts = {0, len(text)}
-    for i, ch in enumerate(text):
-        if ch == MORPHEME_BOUNDARY:
-            cuts.update((i, i + 1))
-        elif not ch.isalnum():
-            cuts.update((i, i + 1))
-    return frozenset(cuts)
 
 
 def read_json(path: str | Path) -> list[Document]:

@@ -1,0 +1,92 @@
+"""Every expected value of the reference scorers' test suites, reproduced (data in ../shared/datasets)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tabverify.coref import CorefResult, read_documents, score
+from tests.conftest import SHARED, needs_dataset
+
+TESTS = SHARED / "coref" / "scorer-tests"
+pytestmark = [pytest.mark.data, needs_dataset(SHARED / "coref")]
+
+
+@cache
+def _score(key: Path, response: Path, fmt: str, **options: object) -> CorefResult:
+    logging.disable(logging.WARNING)
+    try:
+        return score(read_documents(key, fmt), read_documents(response, fmt), **options)  # type: ignore[arg-type]
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _expectations(name: str) -> list[dict[str, object]]:
+    path = TESTS / name
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
+def _check(result: CorefResult, expected: dict[str, object], metric: str, tolerance: float) -> None:
+    if metric == "mention_overlap":
+        got = result.mentions["overlap_ratio"]
+    else:
+        got = result.metrics[metric]
+    values = (got.recall, got.precision, got.f1)
+    wanted = (expected["recall"], expected["precision"], expected["f1"])
+    assert values == pytest.approx(wanted, abs=tolerance), (expected, values)
+
+
+REFERENCE = _expectations("reference-coreference-scorers/expected_values.json")
+
+
+@pytest.mark.parametrize("expected", REFERENCE, ids=lambda e: f"{e['id']}-{e['metric']}")
+def test_conll_reference_scorer(expected: dict[str, object]) -> None:
+    base = TESTS / "coval" / "tests"  # the same TC files the reference suite names under test/DataFiles
+    key, response = base / Path(str(expected["key"])).name, base / Path(str(expected["response"])).name
+    metric = {"bcub": "b_cubed"}.get(str(expected["metric"]), str(expected["metric"]))
+    _check(_score(key, response, "conll"), expected, metric, 1e-4)
+
+
+COVAL = _expectations("coval/expected_values.json")
+
+
+@pytest.mark.parametrize("expected", COVAL, ids=lambda e: f"{e['test']}-{e['metric']}")
+def test_coval(expected: dict[str, object]) -> None:
+    options = expected["options"]
+    assert isinstance(options, dict) and not options["NP_only"] and not options["remove_nested"]
+    base = TESTS / "coval" / "tests"
+    result = _score(base / str(expected["key"]), base / str(expected["response"]), "conll",
+                    keep_singletons=bool(options["keep_singletons"]))  # fmt: skip
+    _check(result, expected, str(expected["metric"]), float(expected.get("abs_tol") or 1e-6))  # type: ignore[arg-type]
+
+
+COREFUD = [e for e in _expectations("corefud-scorer/expected_values_corefud.json")
+           if "[SKIPPED" not in str(e["test"])]  # fmt: skip
+MATCH = {"exact": "exact", "partial-corefud": "partial", "head": "head"}
+
+
+@pytest.mark.parametrize("expected", COREFUD, ids=lambda e: f"{e['test']}-{e['metric']}")
+def test_corefud_scorer(expected: dict[str, object]) -> None:
+    options = expected["options"]
+    assert isinstance(options, dict)
+    base = TESTS / "corefud-scorer"
+    result = _score(
+        base / str(expected["key"]), base / str(expected["response"]), "conllu",
+        match=MATCH[str(options["match"])], keep_singletons=bool(options["keep_singletons"]),
+        keep_zeros=bool(options["keep_zeros"]), zero_match=str(options["zero_match_method"]),
+        blanc_variant="corefud",
+    )  # fmt: skip
+    metric = {"blancc+blancn": "blanc"}.get(str(expected["metric"]), str(expected["metric"]))
+    _check(result, expected, metric, float(expected.get("abs_tol") or 1e-6))  # type: ignore[arg-type]
+
+
+def test_suite_sizes() -> None:
+    # the issue's counts: 91 reference, 82 coval, 335 CorefUD of which the authors skip 3 tests
+    assert len(REFERENCE) == 91 and len(COVAL) == 82
+    everything = _expectations("corefud-scorer/expected_values_corefud.json")
+    skipped = {str(e["test"]).split(" ")[0] for e in everything if "[SKIPPED" in str(e["test"])}
+    assert len(everything) == 335 and len(skipped) == 3 and len(COREFUD) == 320
