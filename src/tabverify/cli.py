@@ -353,16 +353,22 @@ def tables(
   tabverify coref score gold.conllu system.conllu --match head --drop-singletons
 
   tabverify coref score gold.jsonl system.jsonl --match overlap --threshold 0.8 --html view.html --json
+
+  tabverify coref score kibutzr/dev/ system/dev/ --raw raw_documents/dev --match overlap
 """,
 )
 def coref_score(
-    key: Annotated[Path, typer.Argument(metavar="KEY", help="Gold documents")],
+    key: Annotated[Path, typer.Argument(metavar="KEY", help="Gold documents: a file or a folder of files")],
     response: Annotated[
-        Path, typer.Argument(metavar="RESPONSE", help="System documents (paired by document id)")
+        Path,
+        typer.Argument(metavar="RESPONSE", help="System documents, paired with the key's by document id"),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", help="conll, conllu, json or auto (by name and content)")
+        str, typer.Option("--format", help="conll, conllu, json, kibutzr or auto (by name and content)")
     ] = "auto",
+    raw: Annotated[
+        Path | None, typer.Option(help="KibutzR: folder of raw texts (<n>.txt) to align morphemes onto")
+    ] = None,
     match: Annotated[str, typer.Option(help="Mention matching: exact, partial, head or overlap")] = "exact",
     threshold: Annotated[
         float, typer.Option(help="overlap: share of the shorter mention the overlap must cover")
@@ -389,7 +395,7 @@ def coref_score(
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
-        key_docs, response_docs = read_documents(key, fmt), read_documents(response, fmt)
+        key_docs, response_docs = read_documents(key, fmt, raw), read_documents(response, fmt, raw)
         result = score(
             key_docs, response_docs, match=match, threshold=threshold, keep_singletons=keep_singletons,
             keep_zeros=keep_zeros, zero_match=zero_match, blanc_variant=blanc_variant,

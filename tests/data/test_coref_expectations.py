@@ -90,3 +90,38 @@ def test_suite_sizes() -> None:
     everything = _expectations("corefud-scorer/expected_values_corefud.json")
     skipped = {str(e["test"]).split(" ")[0] for e in everything if "[SKIPPED" in str(e["test"])}
     assert len(everything) == 335 and len(skipped) == 3 and len(COREFUD) == 320
+
+
+HEBREW = SHARED / "coref" / "hebrew"
+
+
+@pytest.mark.skipif(not HEBREW.is_dir(), reason="../shared/datasets/coref/hebrew is not present")
+def test_kibutzr_dev_aligns_to_raw_text_and_scores_consistently() -> None:
+    logging.disable(logging.WARNING)
+    try:
+        conllu, raw = (
+            HEBREW / "kibutzr" / "data" / "conllu",
+            HEBREW / "kibutzr" / "data" / "llm_input" / "raw_documents",
+        )
+        gold = read_documents(conllu / "with_singleton" / "dev", raw_dir=raw / "dev")
+        without = read_documents(conllu / "no_singleton" / "dev", raw_dir=raw / "dev")
+    finally:
+        logging.disable(logging.NOTSET)
+    assert len(gold) == 26
+    assert sum(1 for d in gold if not d.words) >= 25  # on the raw text (one document does not align)
+    assert sum(1 for d in gold for m in d.mentions if m.subkind == "embedded_pronoun") > 300
+    same = score(gold, gold, match="overlap")
+    assert same.conll_f1 == 1.0 and same.mentions["subword"].f1 == 1.0
+    # the singleton-free copy has every coreference link: MUC ignores singletons, so it is perfect
+    assert score(gold, without, match="overlap").metrics["muc"].f1 == 1.0
+
+
+@pytest.mark.skipif(not HEBREW.is_dir(), reason="../shared/datasets/coref/hebrew is not present")
+def test_iahlt_val_reads_and_scores_itself_perfectly() -> None:
+    logging.disable(logging.WARNING)
+    try:
+        docs = read_documents(HEBREW / "iahlt" / "train_val_test" / "coref-5-heb_val.jsonl")
+    finally:
+        logging.disable(logging.NOTSET)
+    assert len(docs) == 36 and sum(len(d.mentions) for d in docs) == 9043  # 9,139 minus 96 duplicates
+    assert score(docs, docs, match="overlap").conll_f1 == 1.0

@@ -167,9 +167,9 @@ def _in_word(ch: str) -> bool:
 def classify_span(text: str, span: Span) -> tuple[str, str | None]:
     """(kind, subkind) of a character mention.
 
-    ``subword`` when it starts or ends inside an orthographic word (U+200B, the IAHLT morpheme mark,
-    joins morphemes within a word); then ``clitic`` for a one- or two-letter prefix of a word and
-    ``embedded_pronoun`` for a short ending of a word; ``phrase`` when it holds a space; else ``word``.
+    ``phrase`` when it holds a space; else ``subword`` when it starts or ends inside an orthographic
+    word (U+200B, the IAHLT morpheme mark, joins morphemes within a word), with ``clitic`` for a one-
+    or two-letter prefix of a word and ``embedded_pronoun`` for a short ending; else ``word``.
     """
 
     def boundary(offset: int) -> bool:
@@ -177,9 +177,11 @@ def classify_span(text: str, span: Span) -> tuple[str, str | None]:
             offset <= 0 or offset >= len(text) or not (_in_word(text[offset - 1]) and _in_word(text[offset]))
         )
 
+    if any(ch.isspace() for ch in span.of(text).strip()):
+        return "phrase", None
     starts_word, ends_word = boundary(span.start), boundary(span.end)
     if starts_word and ends_word:
-        return ("phrase" if any(ch.isspace() for ch in span.of(text).strip()) else "word"), None
+        return "word", None
     core = span.of(text).strip(MORPHEME_BOUNDARY)
     if starts_word and len(core) <= 2 and all(ch in PREFIX_CLITICS for ch in core):
         return "subword", "clitic"

@@ -25,7 +25,7 @@ from tabverify.text.spans import Span
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("conll", "conllu", "json")
+FORMATS = ("conll", "conllu", "json", "kibutzr")
 EMPTY_NODE = "∅"
 
 
@@ -147,7 +147,10 @@ def read_conll(path: str | Path) -> list[Document]:
         if line.startswith("#") or builder is None:
             continue
         columns = line.split()
-        form = columns[3] if len(columns) >= 5 else columns[1] if len(columns) > 1 else columns[0]
+        if len(columns) == 5 and columns[3] == "_" and columns[1].isdigit() and columns[2].isdigit():
+            form = columns[0]  # KibutzR: form, sentence, position, _, coreference
+        else:
+            form = columns[3] if len(columns) >= 5 else columns[1] if len(columns) > 1 else columns[0]
         index = builder.add_word(form, new_sentence)
         new_sentence = False
         cell = columns[-1]
@@ -255,14 +258,113 @@ def write_json(documents: Iterable[Document], path: str | Path) -> None:
             out.write("\n")
 
 
+# how many letters a pronominal suffix takes in writing (ביתו: ו = _הוא; ביתכם: כם = _אתם)
+_SUFFIX_LETTERS = {"_אנחנו": 2, "_אתם": 2, "_אתן": 2}
+
+
+def _word_end(raw: str, start: int) -> int:
+    end = start
+    while end < len(raw) and (raw[end].isalnum() or raw[end] in "'\"״׳"):
+        end += 1
+    return end
+
+
+def _morpheme_spans(forms: list[str], raw: str) -> list[Span | None] | None:
+    """Character spans of KibutzR morphemes in the raw text, or None when they cannot be aligned.
+
+    Written morphemes are found in order. ``ה_`` (an article the spelling drops) and ``_של_`` take
+    no characters (None). A stem followed by a pronominal suffix (``_הוא``) is written as one piece
+    whose spelling may change (את + _הם = אותם, מן + _היא = ממנה): the two share what is left of the
+    word, the suffix taking its last letter (two for אנחנו, אתם, אתן).
+    """
+    spans: list[Span | None] = [None] * len(forms)
+    position = 0
+    i = 0
+    while i < len(forms):
+        form = forms[i]
+        if form.endswith("_") and len(form) > 1:
+            i += 1
+            continue
+        start = position
+        while start < len(raw) and raw[start].isspace():
+            start += 1
+        if form.startswith("_") and len(form) > 1:  # a suffix with no stem before it in this word
+            end = _word_end(raw, start if start == position else position)
+            spans[i] = Span(position, end) if end > position else None
+            position = end
+            i += 1
+            continue
+        following = i + 1
+        while following < len(forms) and forms[following].endswith("_") and len(forms[following]) > 1:
+            following += 1
+        suffix = forms[following] if following < len(forms) else ""
+        if suffix.startswith("_") and len(suffix) > 1 and not suffix.endswith("_"):
+            end = _word_end(raw, start)
+            letters = _SUFFIX_LETTERS.get(suffix, 1)
+            if end - letters > start and raw[start].isalpha():
+                spans[i], spans[following] = Span(start, end - letters), Span(end - letters, end)
+                position = end
+                i = following + 1
+                continue
+        found = raw.find(form, position, position + len(form) + 40)
+        if found == -1:
+            return None
+        spans[i] = Span(found, found + len(form))
+        position = found + len(form)
+        i += 1
+    return spans
+
+
+def read_kibutzr(path: str | Path, raw_dir: str | Path | None = None) -> list[Document]:
+    """KibutzR files (morpheme-level CoNLL: form, sentence, position, _, coreference).
+
+    With ``raw_dir`` holding ``<n>.txt`` for ``htb:<n>.conllu``, mentions are moved onto the raw
+    text as character spans (sub-word mentions then sit inside their words); otherwise the document
+    is token-based over the morphemes.
+    """
+    path = Path(path)
+    documents = read_conll(path)
+    raw_path = Path(raw_dir) / f"{path.stem.split(':')[-1]}.txt" if raw_dir is not None else None
+    if raw_path is None or not raw_path.exists() or len(documents) != 1:
+        if raw_dir is not None:
+            log.warning("%s: no raw text %s; scoring over morphemes", path.name, raw_path)
+        return documents
+    doc = documents[0]
+    raw = raw_path.read_text(encoding="utf-8")
+    spans = _morpheme_spans([w.of(doc.text) for w in doc.words], raw)
+    if spans is None:
+        log.warning(
+            "%s: the morphemes do not align with %s; scoring over morphemes", path.name, raw_path.name
+        )
+        return documents
+    index = {w: i for i, w in enumerate(doc.words)}
+    entities = []
+    for entity in doc.entities:
+        moved = []
+        for mention in entity:
+            covered = [spans[index[u]] for u in mention.units if spans[index[u]] is not None]
+            if not covered:  # only unwritten morphemes: anchor on the character before them
+                at = spans[index[mention.units[0]] - 1] if index[mention.units[0]] else None
+                covered = [Span(at.end - 1, at.end)] if at is not None and at.end else []
+            if not covered:
+                continue
+            span = Span(covered[0].start, covered[-1].end)  # type: ignore[union-attr]
+            kind, subkind = classify_span(raw, span)
+            moved.append(Mention((span,), None, kind, subkind))
+        entities.append(moved)
+    return [Document(doc.doc_id, raw, _dedupe(entities, f"{path.name} {doc.doc_id}"))]
+
+
 def detect_format(path: Path) -> str:
     """``conll``, ``conllu`` or ``json`` from the name, else from the first lines."""
     name = path.name.lower()
     if name.endswith((".json", ".jsonl")):
         return "json"
+    head = _read(path)[:4000]
+    if "#begin document" in head or "# begin document" in head:
+        return "conll"  # also KibutzR's .conllu files, which hold CoNLL-2012 blocks
     if name.endswith(".conllu"):
         return "conllu"
-    head = _read(path)[:4000]
     if head.lstrip().startswith(("{", "[")):
         return "json"
     if "#begin document" in head or "# begin document" in head:
@@ -272,10 +374,20 @@ def detect_format(path: Path) -> str:
     return "conll"
 
 
-def read_documents(path: str | Path, fmt: str = "auto") -> list[Document]:
-    """Documents of a file in any supported format (``auto`` detects it)."""
+def read_documents(path: str | Path, fmt: str = "auto", raw_dir: str | Path | None = None) -> list[Document]:
+    """Documents of a file, or of every file in a folder (in name order), in any supported format.
+
+    ``raw_dir`` (KibutzR): a folder of raw texts onto which morpheme-level files are aligned.
+    """
     path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise CorefFormatError(f"{path}: the folder holds no files")
+        return [doc for file in files for doc in read_documents(file, fmt, raw_dir)]
     fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt == "kibutzr" or (fmt == "conll" and raw_dir is not None):
+        return read_kibutzr(path, raw_dir)
     if fmt == "conll":
         return read_conll(path)
     if fmt == "conllu":
