@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/datasets/tabfact
 ARXIVERI ?= ../shared/datasets/arxiveri
+COREF ?= ../shared/datasets/coref
 JOBS ?= 2
 EXAMPLE := src/tabverify/examples/league.csv
 EXAMPLES := src/tabverify/examples
@@ -25,6 +26,8 @@ demo: $(VENV)/.installed
 	mkdir -p results
 	$(VENV)/bin/tabverify crosscheck $(EXAMPLES)/paper.html --source $(EXAMPLES)/cited.tex \
 		--html results/crosscheck.html || [ $$? -eq 1 ]
+	$(VENV)/bin/tabverify coref score $(EXAMPLES)/coref_gold.jsonl $(EXAMPLES)/coref_system.jsonl \
+		--match overlap --html results/coref.html
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
@@ -36,6 +39,7 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_recall.py --data $(DATA)
 	$(PY) scripts/bench_bootstrap.py --data $(DATA)
 	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --out results/arxiveri-dev.json
+	$(PY) scripts/bench_coref_speed.py --data $(COREF)
 
 train: $(VENV)/.installed
 	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS)
