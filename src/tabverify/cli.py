@@ -408,9 +408,7 @@ def coref_score(
         try:
             html.parent.mkdir(parents=True, exist_ok=True)
             html.write_text(
-                render_alignment(
-                    key_docs, response_docs, match=match, threshold=threshold, keep_singletons=keep_singletons
-                ),  # fmt: skip
+                render_alignment(result),
                 encoding="utf-8",
             )
         except OSError as exc:

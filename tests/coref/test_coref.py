@@ -266,3 +266,19 @@ def test_empty_documents_score_zero_without_error() -> None:
     empty = Document("e", "", ())
     result = score([empty], [empty])
     assert all(m.f1 == 0.0 for m in result.metrics.values())
+
+
+def test_html_alignment_view_shows_pairs_misses_and_spurious() -> None:
+    from tabverify.coref.html import render_alignment
+    from tabverify.table import read_html_tables
+
+    text = "ראיתי את ביתו"
+    key = [Document("d", text, ((Mention.of(12, 13, "subword", "embedded_pronoun"), Mention.of(0, 5)),
+                                (Mention.of(6, 8),)))]  # fmt: skip
+    response = [Document("d", text, ((Mention.of(9, 13), Mention.of(0, 5)), (Mention.of(3, 5),)))]
+    page = render_alignment(score(key, response, match="overlap"))
+    assert 'dir="auto"' in page and "<script" not in page
+    assert "Aligned pairs (2)" in page and "Missed gold mentions (1)" in page
+    assert "Spurious system mentions (1)" in page and "את" in page
+    pairs = read_html_tables(page)[0]
+    assert pairs.text(1, 0) == "ראיתי" and {pairs.text(2, 0), pairs.text(2, 2)} == {"ו", "ביתו"}

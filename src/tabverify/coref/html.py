@@ -6,12 +6,10 @@ The page is self-contained: no scripts, nothing loaded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from html import escape
 
-from tabverify.coref.align import align_mentions
 from tabverify.coref.document import Document, Mention
-from tabverify.coref.score import pair_documents
+from tabverify.coref.score import CorefResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -50,22 +48,15 @@ def _marked(doc: Document, entity_of: dict[Mention, int], css: dict[Mention, str
     return "".join(out)
 
 
-def render_alignment(
-    key_docs: Sequence[Document],
-    response_docs: Sequence[Document],
-    match: str = "exact",
-    threshold: float = 0.8,
-    keep_singletons: bool = True,
-) -> str:
-    """The HTML page for a key and a response (documents paired by id)."""
-    pairs, warnings = pair_documents(key_docs, response_docs)
+def render_alignment(result: CorefResult) -> str:
+    """The HTML page for a scored response: one section per document pair, drawn from the
+    alignment the scores were computed with."""
     sections = []
-    for key, response in pairs:
-        key_entities = [e for e in key.entities if keep_singletons or len(e) > 1]
-        response_entities = [e for e in response.entities if keep_singletons or len(e) > 1]
+    for scored in result.alignments:
+        key, response, alignment = scored.key, scored.response, scored.alignment
+        key_entities, response_entities = scored.key_entities, scored.response_entities
         key_mentions = [m for e in key_entities for m in e]
         response_mentions = [m for e in response_entities for m in e]
-        alignment = align_mentions(key_mentions, response_mentions, match, threshold)
         gold_of = {m: i for i, e in enumerate(key_entities) for m in e}
         # a system mention takes its gold partner's colour; unaligned ones get colours after gold's
         system_of: dict[Mention, int] = {}
@@ -98,10 +89,10 @@ def render_alignment(
             f'<h3>Missed gold mentions ({len(misses)})</h3><ul dir="auto">{lost}</ul>'
             f'<h3>Spurious system mentions ({len(spurious)})</h3><ul dir="auto">{extra}</ul>'
         )
-    notes = "".join(f"<li>{escape(w)}</li>" for w in warnings)
+    notes = "".join(f"<li>{escape(w)}</li>" for w in result.warnings)
+    options = "; ".join(f"{k}: {v}" for k, v in result.options.items() if v is not None)
     legend = (
-        f"<p>Matching: {escape(match)}{f' (threshold {threshold})' if match == 'overlap' else ''}; singletons "
-        f"{'kept' if keep_singletons else 'removed'}. Brackets carry the gold entity's colour and number; "
+        f"<p>{escape(options)}. Brackets carry the gold entity's colour and number; "
         "a system mention aligned to a gold mention takes its colour. "
         '<span class="lost">[</span> marks a missed gold mention, <span class="extra">[</span> a spurious one.</p>'
     )

@@ -17,6 +17,18 @@ METRIC_NAMES = ("muc", "b_cubed", "ceafm", "ceafe", "blanc", "lea")
 
 
 @dataclass(frozen=True)
+class DocumentAlignment:
+    """What was scored for one document pair: the entities after the singleton and zero options,
+    and the alignment (response mention -> key mention). The HTML view draws from it."""
+
+    key: Document
+    response: Document
+    key_entities: tuple[tuple[Mention, ...], ...]
+    response_entities: tuple[tuple[Mention, ...], ...]
+    alignment: Mapping[Mention, Mention]
+
+
+@dataclass(frozen=True)
 class CorefResult:
     """Scores of a response against a key.
 
@@ -30,6 +42,7 @@ class CorefResult:
         options: the options used (matching, threshold, singletons, BLANC variant, weights).
         documents: number of scored document pairs.
         warnings: what was dropped or assumed (duplicate mentions, missing documents).
+        alignments: per document pair, the entities scored and the mention alignment.
     """
 
     metrics: dict[str, Score]
@@ -38,6 +51,7 @@ class CorefResult:
     options: dict[str, object]
     documents: int
     warnings: tuple[str, ...] = field(default=())
+    alignments: tuple[DocumentAlignment, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings"}``."""
@@ -139,6 +153,7 @@ def score(
     pairs, warnings = pair_documents(key_docs, response_docs)
     totals = {name: Counts() for name in METRICS}
     blanc_c, blanc_n = Counts(), Counts()
+    scored: list[DocumentAlignment] = []
     views = {"exact": Counts(), "aligned": Counts(), "subword": Counts(), "embedded_pronoun": Counts(),
              "clitic": Counts(), "weighted": Counts(), "overlap_ratio": Counts()}  # fmt: skip
     for key_doc, response_doc in pairs:
@@ -157,6 +172,8 @@ def score(
             else None
         )
         alignment = align_mentions(key_mentions, response_mentions, match, threshold, preset)
+        scored.append(DocumentAlignment(key_doc, response_doc, tuple(map(tuple, key_entities)),
+                                        tuple(map(tuple, response_entities)), alignment))  # fmt: skip
         key_clusters: list[list[Hashable]] = [list(e) for e in key_entities]
         response_clusters: list[list[Hashable]] = [
             [alignment.get(m, ("response", m)) for m in e] for e in response_entities
@@ -184,7 +201,7 @@ def score(
     }
     for message in warnings:
         log.warning("%s", message)
-    return CorefResult(metrics, conll, mention_scores, options, len(pairs), tuple(warnings))
+    return CorefResult(metrics, conll, mention_scores, options, len(pairs), tuple(warnings), tuple(scored))
 
 
 def _mention_views(
