@@ -289,3 +289,19 @@ def test_coref_score_bad_input_exits_2(tmp_path: Path, key_text: str, message: s
     response.write_text(CONLL, encoding="utf-8")
     result = run("coref", "score", str(key), str(response))
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_coref_score_weights_and_empty_files(tmp_path: Path) -> None:
+    from tabverify.coref import Document, Mention, write_json
+
+    text = "ראיתי את ביתו"
+    write_json([Document("d", text, ((Mention.of(12, 13), Mention.of(0, 5)),))], tmp_path / "k.jsonl")
+    write_json([Document("d", text, ((Mention.of(9, 13), Mention.of(0, 5)),))], tmp_path / "r.jsonl")
+    result = run("coref", "score", str(tmp_path / "k.jsonl"), str(tmp_path / "r.jsonl"), "--match", "overlap",
+                 "--weight", "embedded_pronoun=3", "--json")  # fmt: skip
+    data = json.loads(result.stdout)
+    assert data["options"]["kind_weights"] == {"embedded_pronoun": 3.0}
+    assert data["mentions"]["embedded_pronoun"]["recall"] == 1.0 and "weighted" in data["mentions"]
+    (tmp_path / "empty.conll").write_text("", encoding="utf-8")
+    empty = run("coref", "score", str(tmp_path / "empty.conll"), str(tmp_path / "empty.conll"))
+    assert empty.returncode == 2 and "holds no documents" in empty.stderr

@@ -386,6 +386,13 @@ def coref_score(
     blanc_variant: Annotated[
         str, typer.Option("--blanc", help="BLANC edge cases: conll or corefud")
     ] = "conll",
+    weight: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="KIND=W: weight key mentions of a kind in an extra 'weighted' mention view, e.g. "
+            "embedded_pronoun=3 (the metrics never use it)"
+        ),  # fmt: skip
+    ] = None,
     html: Annotated[Path | None, typer.Option(help="Write an HTML alignment view here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON")] = False,
 ) -> None:
@@ -394,11 +401,22 @@ def coref_score(
     from tabverify.coref import read_documents, score
 
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    kind_weights = {}
+    for item in weight or []:
+        kind, _, value = item.partition("=")
+        try:
+            kind_weights[kind.strip()] = float(value)
+        except ValueError:
+            raise _fail(f"--weight {item!r}: write KIND=NUMBER, e.g. embedded_pronoun=3") from None
     try:
         key_docs, response_docs = read_documents(key, fmt, raw), read_documents(response, fmt, raw)
+        for docs, path in ((key_docs, key), (response_docs, response)):
+            if not docs:
+                raise _fail(f"{path}: holds no documents; check the file and --format")
         result = score(
             key_docs, response_docs, match=match, threshold=threshold, keep_singletons=keep_singletons,
             keep_zeros=keep_zeros, zero_match=zero_match, blanc_variant=blanc_variant,
+            kind_weights=kind_weights or None,
         )  # fmt: skip
     except TabverifyError as exc:
         raise _fail(str(exc)) from None
