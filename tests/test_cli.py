@@ -295,7 +295,8 @@ def test_coref_score_weights_and_empty_files(tmp_path: Path) -> None:
     from tabverify.coref import Document, Mention, write_json
 
     text = "ראיתי את ביתו"
-    write_json([Document("d", text, ((Mention.of(12, 13), Mention.of(0, 5)),))], tmp_path / "k.jsonl")
+    key = Document("d", text, ((Mention.of(12, 13, "subword", "embedded_pronoun"), Mention.of(0, 5)),))
+    write_json([key], tmp_path / "k.jsonl")
     write_json([Document("d", text, ((Mention.of(9, 13), Mention.of(0, 5)),))], tmp_path / "r.jsonl")
     result = run("coref", "score", str(tmp_path / "k.jsonl"), str(tmp_path / "r.jsonl"), "--match", "overlap",
                  "--weight", "embedded_pronoun=3", "--json")  # fmt: skip
