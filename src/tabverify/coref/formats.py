@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabverify.coref.document import Document, Mention, classify_span
+from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, classify_span
 from tabverify.errors import TabverifyError
 from tabverify.text.spans import Span
 
@@ -216,8 +216,13 @@ def _json_documents(data: object, source: str) -> list[Document]:
                 extra = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
                 span = Span(start, end)
                 kind, subkind = classify_span(text, span)
-                kind = str(extra.get("kind") or kind)
-                mentions.append(Mention((span,), None, kind, extra.get("subkind", subkind)))
+                kind, subkind = str(extra.get("kind") or kind), extra.get("subkind", subkind)
+                if kind not in KINDS or (subkind is not None and subkind not in SUBKINDS):
+                    raise CorefFormatError(
+                        f"{source}: document {doc_id!r}: mention {item!r}: kind must be one of {', '.join(KINDS)} "
+                        f"and subkind one of {', '.join(SUBKINDS)}"
+                    )
+                mentions.append(Mention((span,), None, kind, subkind))
             entities.append(mentions)
         documents.append(Document(doc_id, text, _dedupe(entities, f"{source} {doc_id}")))
     return documents

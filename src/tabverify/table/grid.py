@@ -157,14 +157,3 @@ class Grid:
         header = [self.column_label(j) or f"column {j + 1}" for j in range(self.n_columns)]
         rows = [[c.text.strip() for c in row] for row in self.cells[self.header_row_count :]]
         return Table.from_rows(header, rows, caption=self.caption, name=self.name)
-
-    def to_markdown(self) -> str:
-        """The grid as a Markdown table (first row as the header), for display and logs."""
-        if not self.cells:
-            return ""
-        lines = []
-        for i, row in enumerate(self.cells):
-            lines.append("| " + " | ".join(c.text.strip().replace("|", "\\|") for c in row) + " |")
-            if i == 0:
-                lines.append("|" + "---|" * len(row))
-        return "\n".join(lines)
