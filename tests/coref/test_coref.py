@@ -158,6 +158,17 @@ def test_overlap_prefers_exact_then_iou_deterministically() -> None:
     assert align_mentions(gold, system, "overlap", 0.8) == aligned  # same input, same output
 
 
+def random_entities(mentions: list[Mention], rng: random.Random, join: float) -> list[list[Mention]]:
+    """Mentions grouped at random: each joins an existing entity with probability ``join``."""
+    entities: list[list[Mention]] = []
+    for m in mentions:
+        if entities and rng.random() < join:
+            rng.choice(entities).append(m)
+        else:
+            entities.append([m])
+    return entities
+
+
 def random_documents(seed: int, n_docs: int = 3) -> list[Document]:
     rng = random.Random(seed)
     docs = []
@@ -165,12 +176,7 @@ def random_documents(seed: int, n_docs: int = 3) -> list[Document]:
         starts = sorted(rng.sample(range(0, 400, 5), 40))
         mentions = [Mention.of(s, s + rng.randint(1, 4)) for s in starts]  # never nested, never touching
         rng.shuffle(mentions)
-        entities: list[list[Mention]] = []
-        for m in mentions:
-            if entities and rng.random() < 0.6:
-                rng.choice(entities).append(m)
-            else:
-                entities.append([m])
+        entities = random_entities(mentions, rng, 0.6)
         docs.append(Document(f"d{d}", "x" * 800, tuple(tuple(sorted(e)) for e in entities)))
     return docs
 
@@ -182,12 +188,7 @@ def perturbed(docs: list[Document], seed: int) -> list[Document]:
         mentions = [m for m in doc.mentions if rng.random() > 0.2]
         mentions += [Mention.of(s, s + 2) for s in rng.sample(range(402, 800, 5), 5)]  # outside key mentions
         mentions = list(dict.fromkeys(mentions))
-        entities: list[list[Mention]] = []
-        for m in mentions:
-            if entities and rng.random() < 0.5:
-                rng.choice(entities).append(m)
-            else:
-                entities.append([m])
+        entities = random_entities(mentions, rng, 0.5)
         out.append(Document(doc.doc_id, doc.text, tuple(tuple(e) for e in entities)))
     return out
 
