@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tabverify import files
 from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, classify_span
 from tabverify.errors import TabverifyError
 from tabverify.text.spans import Span
@@ -34,14 +35,7 @@ class CorefFormatError(TabverifyError):
 
 
 def _read(path: Path) -> str:
-    if not path.exists():
-        raise CorefFormatError(f"{path}: no such file")
-    if path.is_dir():
-        raise CorefFormatError(f"{path}: is a folder, expected a coreference file")
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CorefFormatError(f"{path}: not valid UTF-8 (byte {exc.start}); re-save it as UTF-8") from exc
+    return files.read_text(path, "coreference file", CorefFormatError)
 
 
 @dataclass

@@ -8,34 +8,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tabverify import files
 from tabverify.errors import TableError
 from tabverify.table.model import Table
 
-_MAX_BYTES = 50_000_000
-
 
 def read_text(path: Path) -> str:
-    """The text of a file, with clear errors for missing, folder, empty, huge, binary or non-UTF-8 files."""
-    if not path.exists():
-        raise TableError(f"{path}: no such file")
-    if path.is_dir():
-        raise TableError(f"{path}: is a folder, expected a table file")
-    data = path.read_bytes()
-    if len(data) > _MAX_BYTES:
-        raise TableError(f"{path}: {len(data)} bytes is too large for a table file (limit {_MAX_BYTES})")
-    if not data.strip():
+    """The text of a table file, with clear errors for missing, folder, special, empty, huge, binary
+    or non-UTF-8 files."""
+    text = files.read_text(path, "table file", TableError)
+    if not text.strip():
         raise TableError(f"{path}: the file is empty; expected a header row and data rows")
-    if b"\x00" in data[:4096]:
+    if "\x00" in text[:4096]:
         raise TableError(f"{path}: looks like a binary file (NUL bytes); expected a text table")
-    for encoding in ("utf-8-sig",):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError as exc:
-            raise TableError(
-                f"{path}: not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); "
-                "re-save the file as UTF-8"
-            ) from exc
-    raise AssertionError("unreachable")
+    return text
 
 
 def _from_grid(grid: list[list[str]], source: str, caption: str, name: str) -> Table:
