@@ -42,7 +42,7 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_coref_speed.py --data $(COREF)
 
 train: $(VENV)/.installed
-	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS)
+	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS) --out src/tabverify/models
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests scripts

@@ -1,0 +1,78 @@
+"""The tabverify command line: one Typer app, one module per capability, each command a thin skin over
+one public function. Output, errors and exit codes are shared (``tabverify.cli.output``).
+
+Where new commands go: ``verify`` (one table), ``crosscheck`` (documents), ``coref``, ``bench`` (and
+``train``); a new capability (database, lake, web server) gets its own module with a ``register(app)``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from tabverify.cli import bench, coref, crosscheck, verify
+from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, err, one_line
+from tabverify.errors import TabverifyError
+
+app = typer.Typer(
+    help="Check text against structured evidence, and measure how well the checking works.",
+    epilog="""Examples:
+
+\b
+  tabverify check results.csv "the hawks won both games against dayton"
+  tabverify program run results.csv "eq{count{filter_eq{all_rows; opponent; dayton}}; 2}"
+  tabverify crosscheck my-paper.tex --source cited-paper.html
+  tabverify coref score gold.jsonl system.jsonl --match overlap
+  tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2
+""",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    # help is read in logs and pipes too: one width everywhere, so no example or option name wraps
+    context_settings={"terminal_width": 120, "max_content_width": 120},
+)
+
+
+def _metavars_only_in_help() -> None:
+    """Typer 0.2x prints an argument's Python type beside its metavar (``STATEMENT <list[str]>``);
+    our metavars already say what to write, so the help shows the metavar alone."""
+    argument = getattr(typer.core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None
+
+
+_metavars_only_in_help()
+
+for module in (verify, crosscheck, coref, bench):
+    module.register(app)
+
+
+def main() -> None:
+    """Entry point. Exit 0 / 1 (findings) / 2 (bad input, with one line on stderr) / 3 (a bug in
+    tabverify, one line; set TABVERIFY_DEBUG=1 for the traceback). Never a traceback by default."""
+    try:
+        app()
+    except TabverifyError as exc:
+        err.print(f"error: {one_line(str(exc))}")
+        sys.exit(EXIT_INPUT)
+    except (RecursionError, MemoryError) as exc:
+        err.print(f"error: the input is too large or too deeply nested to process ({type(exc).__name__})")
+        sys.exit(EXIT_INPUT)
+    except BrokenPipeError:
+        # the reader of our output went away (e.g. `| head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # a bug: one line, not a traceback, and not an exit code that means findings
+        if os.environ.get("TABVERIFY_DEBUG"):
+            raise
+        err.print(
+            f"internal error: {type(exc).__name__}: {one_line(str(exc))[:300]} "
+            "(a bug in tabverify; rerun with TABVERIFY_DEBUG=1 for the traceback and report it)"
+        )
+        sys.exit(EXIT_INTERNAL)

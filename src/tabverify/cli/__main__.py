@@ -1,0 +1,5 @@
+"""``python -m tabverify.cli``: the command line."""
+
+from tabverify.cli import main
+
+main()

@@ -1,0 +1,168 @@
+"""The ``bench`` commands (reproduce a benchmark's protocol and metrics) and ``train`` (the shipped models)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tabverify.cli.output import fail, input_errors, out, progress, write_output
+
+bench_app = typer.Typer(
+    help="Reproduce benchmark protocols and metrics.", no_args_is_help=True, rich_markup_mode=None
+)
+train_app = typer.Typer(
+    help="Train the models that ship with tabverify.", no_args_is_help=True, rich_markup_mode=None
+)
+
+
+def _data_folder(data: Path) -> None:
+    if not data.is_dir():
+        fail(f"--data {data}: not a folder")
+
+
+def _write_result(path: Path | None, result: dict[str, object]) -> None:
+    if path is not None:
+        write_output(path, json.dumps(result, ensure_ascii=False, indent=1), "--out")
+
+
+def bench_tabfact(
+    data: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder in the TabFact release layout", show_default=False)
+    ],
+    split: Annotated[
+        str, typer.Option(metavar="SPLIT", help="val, test, simple_test, complex_test or small_test")
+    ] = "val",
+    limit: Annotated[int | None, typer.Option(metavar="N", help="Only the first N statements")] = None,
+    jobs: Annotated[int, typer.Option(metavar="N", help="Worker processes")] = 1,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON result here")
+    ] = None,
+) -> None:
+    """Run the TabFact benchmark: accuracy (and the simple/complex channels on val)."""
+    from tabverify.bench.tabfact import SPLITS, run_benchmark
+
+    if split not in SPLITS or split == "train":
+        fail(f"unknown split {split!r}; choose val, test, simple_test, complex_test or small_test")
+    _data_folder(data)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    with progress() as report, input_errors():
+        result = run_benchmark(
+            data,
+            split,
+            limit=limit,
+            jobs=jobs,
+            progress=lambda done, total: report(f"tabfact {split}", done, total),
+        )
+    _write_result(out_file, result)
+    summary = {"benchmark": "tabfact", "split": split, "n": result["n"], "metrics": result["metrics"]}
+    print(json.dumps(summary, indent=2))
+
+
+def bench_arxiveri(
+    data: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="Folder in the arXiVeri release layout (ground_truth/, source_papers/)",
+            show_default=False,
+        ),
+    ],
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="Write the JSON result (with every pair) here"),
+    ] = None,
+) -> None:
+    """Run the arXiVeri benchmark: table-matching accuracy (th->td normalised and verbatim) and
+    cell-matching precision/recall/F1 pooled over pairs."""
+    from tabverify.bench.arxiveri import run_benchmark
+
+    _data_folder(data)
+    with progress() as report, input_errors():
+        result = run_benchmark(data, progress=lambda done, total: report("arxiveri", done, total))
+    _write_result(out_file, result)
+    summary = {k: result[k] for k in ("benchmark", "n_pairs", "metrics", "comparison", "seconds")}
+    print(json.dumps(summary, indent=2))
+
+
+def train_tabfact(
+    data: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="Folder in the TabFact release layout (only train is read)",
+            show_default=False,
+        ),
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Folder to write the models into (created if missing); use them with `tabverify check --models DIR`",
+            show_default=False,
+        ),
+    ],
+    ranker_tables: Annotated[
+        int, typer.Option(metavar="N", help="Train tables for the program ranker")
+    ] = 3000,
+    verdict_tables: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Further train tables for the verdict model [default: all the rest]"),
+    ] = None,
+    jobs: Annotated[int, typer.Option(metavar="N", help="Worker processes")] = 1,
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the table shuffle and the ranker's SGD order")] = 0,
+) -> None:
+    """Train the ranker (weak supervision) and the verdict model on the train split."""
+    from tabverify.bench.tabfact import train_models
+    from tabverify.program.ranker import WEIGHTS_FILE
+    from tabverify.verify.decision import MODEL_FILE
+
+    _data_folder(data)
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: is a file; name a folder")
+    with progress() as report, input_errors():
+        ranker, model = train_models(
+            data, ranker_tables, verdict_tables, jobs=jobs, seed=seed, progress=report
+        )
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        ranker.save(out_dir / WEIGHTS_FILE)
+        model.save(out_dir / MODEL_FILE)  # type: ignore[attr-defined]
+    except OSError as exc:
+        fail(f"--out {out_dir}: cannot write the models ({exc.strerror or exc})")
+    out.print(f"wrote {out_dir / WEIGHTS_FILE} and {out_dir / MODEL_FILE}")
+
+
+TABFACT_EXAMPLES = """Examples:
+
+\b
+  tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2 --out results/val.json
+  tabverify bench tabfact --data DIR --split val --limit 500
+"""
+
+ARXIVERI_EXAMPLES = """Examples:
+
+\b
+  tabverify bench arxiveri --data ../shared/datasets/arxiveri
+  tabverify bench arxiveri --data DIR --out results/arxiveri.json
+"""
+
+TRAIN_EXAMPLES = """Examples:
+
+\b
+  tabverify train tabfact --data ../shared/datasets/tabfact --out models/ --jobs 2
+  make train   (the command that produced the shipped models: --out src/tabverify/models)
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``bench`` and ``train`` commands to the app."""
+    bench_app.command("tabfact", epilog=TABFACT_EXAMPLES)(bench_tabfact)
+    bench_app.command("arxiveri", epilog=ARXIVERI_EXAMPLES)(bench_arxiveri)
+    train_app.command("tabfact", epilog=TRAIN_EXAMPLES)(train_tabfact)
+    app.add_typer(bench_app, name="bench")
+    app.add_typer(train_app, name="train")

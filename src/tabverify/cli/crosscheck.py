@@ -1,0 +1,200 @@
+"""Commands over documents with tables: ``crosscheck`` (copied numbers against cited sources) and
+``tables`` (list a document's tables).
+
+Tables are numbered from 1 everywhere (``--table``, ``tables``, the JSON output); cell positions are
+0-based ``(row, column)`` offsets into the expanded grid, header rows included.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, count, fail, out, warn, write_output
+from tabverify.errors import TabverifyError
+from tabverify.table.grid import Grid
+
+if TYPE_CHECKING:
+    from tabverify.crosscheck import Report
+
+DOCUMENT_HELP = "An HTML page, .tex, .md, .csv/.tsv or arXiVeri paper .json"
+
+
+def read_document(path: Path) -> list[Grid]:
+    """The tables of a document, or exit 2 with the reader's message."""
+    from tabverify.table.documents import read_tables
+
+    try:
+        return read_tables(path)
+    except TabverifyError as exc:
+        fail(str(exc))
+
+
+def _where(grid: Grid, position: tuple[int, int]) -> str:
+    row_label, column_label = grid.row_label(position[0]), grid.column_label(position[1])
+    names = " / ".join(x for x in (row_label, column_label) if x)
+    return f"({position[0]}, {position[1]})" + (f" {names}" if names else "")
+
+
+def print_report(title: str, report: Report) -> None:
+    """One target/source result for the terminal: the matched table and any discrepancies."""
+    source = report.source
+    if source is None:
+        best = report.ranking[0].support if report.ranking else 0.0
+        out.print(Text.assemble((title, "bold"), f": no matching table (best evidence {best:.2f})"))
+    else:
+        status = (
+            Text("no discrepancies", style="green")
+            if report.ok
+            else Text(count(len(report.discrepancies), "discrepancy", "discrepancies"), style="bold red")
+        )
+        caption = f" ({source.caption[:80]})" if source.caption else ""
+        out.print(
+            Text.assemble(
+                (title, "bold"),
+                f": matches {source.name}{caption}: {len(report.pairs)} cells agree, ",
+                status,
+            )
+        )
+    for note in getattr(report, "warnings", ()):
+        warn(f"{title}: {note}")
+    if source is not None and report.discrepancies:
+        view = RichTable("target cell", "copied", "source cell", "source", "kind", "why")
+        for d in report.discrepancies:
+            view.add_row(
+                Text(_where(report.target, d.target)),
+                Text(d.target_text),
+                Text(_where(source, d.source)),
+                Text(d.source_text),
+                Text(str(d.kind)),
+                Text(d.evidence),
+            )
+        out.print(view)
+
+
+def crosscheck(
+    target: Annotated[
+        Path,
+        typer.Argument(
+            metavar="TARGET",
+            help="The citing document or table: .html, .tex, .md, .csv/.tsv, or an arXiVeri paper .json",
+            show_default=False,
+        ),
+    ],
+    sources: Annotated[
+        list[Path],
+        typer.Option(
+            "--source",
+            metavar="SOURCE",
+            help="A cited document or table (repeat for several sources)",
+            show_default=False,
+        ),
+    ],
+    table: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N", help="Check only the target's N-th table (numbered from 1) [default: every table]"
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Write a side-by-side HTML report here")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every result")] = False,
+) -> None:
+    """Check the numbers a table copied from cited sources: which source table, which cells, which
+    copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input."""
+    from tabverify.crosscheck import crosscheck as run_crosscheck
+
+    targets = read_document(target)
+    if table is not None:
+        if not 1 <= table <= len(targets):
+            fail(f"--table {table}: {target} has {len(targets)} table(s); choose 1 to {len(targets)}")
+        chosen = [(table, targets[table - 1])]
+    else:
+        chosen = list(enumerate(targets, start=1))
+    documents = [(path, read_document(path)) for path in sources]
+    results: list[tuple[str, Path, int, Report]] = []
+    try:
+        for number, grid in chosen:
+            for path, tables in documents:
+                title = f"{target.name} table {number} <- {path.name}"
+                results.append((title, path, number, run_crosscheck(grid, tables)))
+    except TabverifyError as exc:
+        fail(str(exc))
+    found = sum(len(report.discrepancies) for *_, report in results)
+    if html is not None:
+        from tabverify.crosscheck.html import render_html
+
+        write_output(html, render_html([(title, report) for title, _, _, report in results]), "--html")
+    if as_json:
+        payload = {
+            "target": str(target),
+            "discrepancies": found,
+            "results": [
+                {"target_table": number, "source": str(path), **report.to_dict()}
+                for _, path, number, report in results
+            ],
+        }
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        for title, _, _, report in results:
+            print_report(title, report)
+        if html is not None:
+            out.print(f"wrote {html}")
+    raise typer.Exit(EXIT_FINDINGS if found else EXIT_OK)
+
+
+def tables(
+    document: Annotated[Path, typer.Argument(metavar="DOCUMENT", help=DOCUMENT_HELP, show_default=False)],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the tables as JSON (rows of cell texts)")
+    ] = False,
+) -> None:
+    """List the tables of a document with their size and caption (the numbers --table takes)."""
+    grids = read_document(document)
+    if as_json:
+        payload = [
+            {
+                "table": number,
+                "caption": grid.caption,
+                "header_rows": grid.header_row_count,
+                "rows": [[cell.text.strip() for cell in row] for row in grid.cells],
+            }
+            for number, grid in enumerate(grids, start=1)
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    for number, grid in enumerate(grids, start=1):
+        caption = grid.caption or "(no caption)"
+        out.print(
+            Text(
+                f"{number}. {grid.n_rows} x {grid.n_columns}, {len(grid.data_measurements)} numbers  {caption}"
+            )
+        )
+
+
+CROSSCHECK_EXAMPLES = """Examples:
+
+\b
+  tabverify crosscheck paper.tex --source cited.html
+  tabverify crosscheck paper.html --table 2 --source a.html --source b.tex --html report.html
+  tabverify crosscheck target.csv --source source.md --json
+"""
+
+TABLES_EXAMPLES = """Examples:
+
+\b
+  tabverify tables paper.html
+  tabverify tables paper.tex --json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``crosscheck`` and ``tables`` to the app."""
+    app.command("crosscheck", epilog=CROSSCHECK_EXAMPLES)(crosscheck)
+    app.command("tables", epilog=TABLES_EXAMPLES)(tables)

@@ -1,0 +1,102 @@
+"""What every command shares: the consoles, exit codes, the one error path, progress and output files.
+
+User text (statements, cells, headers, file names, document ids) is never parsed as Rich markup:
+the consoles have markup switched off, and styled output is built from ``rich.text.Text`` pieces.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeRemainingColumn
+from rich.text import Text
+
+from tabverify.errors import TabverifyError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+"""0: all good; 1: findings (a refuted statement, a wrong copy); 2: bad input or usage; 3: a bug."""
+
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+ProgressReport = Callable[[str, int, int], None]
+
+
+def one_line(message: str) -> str:
+    """A message on one line (file contents quoted in errors may hold newlines)."""
+    return " ".join(message.split())
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` on stderr (one line, never markup) and exit 2."""
+    err.print(Text.assemble(("error:", "bold red"), " ", one_line(message)))
+    raise typer.Exit(EXIT_INPUT)
+
+
+def warn(message: str) -> None:
+    """Print ``warning: message`` on stderr (one line, never markup)."""
+    err.print(Text.assemble(("warning:", "bold yellow"), " ", one_line(message)))
+
+
+@contextmanager
+def input_errors() -> Iterator[None]:
+    """Turn the library's errors (bad input, by design) into exit 2 with their message."""
+    try:
+        yield
+    except TabverifyError as exc:
+        fail(str(exc))
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write a report the user asked for; a missing folder is refused (a typo must not create folders)."""
+    if not path.parent.is_dir():
+        fail(f"{option} {path}: the folder {path.parent} does not exist; create it first")
+    if path.is_dir():
+        fail(f"{option} {path}: is a folder; name a file")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write ({exc.strerror or exc})")
+
+
+def count(n: int, one: str, many: str) -> str:
+    """``1 discrepancy`` / ``2 discrepancies``."""
+    return f"{n} {one if n == 1 else many}"
+
+
+@contextmanager
+def progress() -> Iterator[ProgressReport]:
+    """A progress reporter ``(stage, done, total)``: bars on a terminal, a line per 10% otherwise
+    (CI logs, files)."""
+    if err.is_terminal:
+        columns = (
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=err, transient=True) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def update(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            yield update
+        return
+    reported: dict[str, int] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        tenth = done * 10 // max(total, 1)
+        if reported.get(stage, -1) < tenth:
+            reported[stage] = tenth
+            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+    yield report

@@ -1,0 +1,175 @@
+"""Commands over one table: ``check`` (verify statements) and ``program run/functions``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, fail, input_errors, out, warn
+from tabverify.errors import TabverifyError
+from tabverify.table import CellRef, Table, load_table
+
+program_app = typer.Typer(
+    help="Run and inspect table programs in the TabFact brace syntax.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def load(path: Path, caption: str = "") -> Table:
+    """The table at ``path``, or exit 2 with the reader's message."""
+    try:
+        return load_table(path, caption=caption)
+    except TabverifyError as exc:
+        fail(str(exc))
+
+
+def render_table(table: Table, evidence: set[CellRef], marked: bool, max_rows: int = 40) -> RichTable:
+    """The table for the terminal with evidence cells highlighted (``marked``: as ``*text*`` for
+    files and pipes); long tables keep their evidence rows."""
+    view = RichTable(show_lines=False, title=Text(table.caption or table.name or ""))
+    view.add_column("#", style="dim", justify="right")
+    for header in table.header:
+        view.add_column(Text(header))
+    evidence_rows = {ref.row for ref in evidence}
+    shown = [r for r in range(table.n_rows) if r < max_rows or r in evidence_rows]
+    for r in shown:
+        cells = []
+        for c, cell in enumerate(table.rows[r]):
+            if CellRef(r, c) not in evidence:
+                cells.append(Text(cell.text))
+            elif marked:
+                cells.append(Text(f"*{cell.text}*"))
+            else:
+                cells.append(Text(cell.text, style="bold black on yellow"))
+        view.add_row(str(r + 1), *cells)
+    if len(shown) < table.n_rows:
+        view.caption = f"{table.n_rows - len(shown)} rows not shown"
+    return view
+
+
+def print_evidence(table: Table, evidence: set[CellRef]) -> None:
+    """Print the table with its evidence cells marked (and, off a terminal, what the marks mean)."""
+    out.print(render_table(table, evidence, marked=not out.is_terminal))
+    if not out.is_terminal:
+        out.print("  *cell* = evidence read by the program")
+
+
+def check(
+    table_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="TABLE", help="Table file: .csv, .tsv, .json or TabFact .html.csv", show_default=False
+        ),
+    ],
+    statements: Annotated[
+        list[str],
+        typer.Argument(metavar="STATEMENT", help="One or more statements to check", show_default=False),
+    ],
+    caption: Annotated[str, typer.Option(metavar="TEXT", help="The table's caption (context for the statement)")] = "",
+    models: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Folder of models written by `tabverify train tabfact --out DIR` [default: the shipped ones]",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every verdict")] = False,
+) -> None:
+    """Verify statements against a table. Exit 0: all entailed; 1: some refuted; 2: bad input."""
+    from tabverify.program.ranker import WEIGHTS_FILE
+    from tabverify.verify import TableVerifier
+    from tabverify.verify.decision import MODEL_FILE
+
+    table = load(table_path, caption)
+    if models is not None and not models.is_dir():
+        fail(f"--models {models}: not a folder; name the folder given to `tabverify train tabfact --out`")
+    with input_errors():
+        if models is None:
+            verifier = TableVerifier()
+        else:
+            verifier = TableVerifier(ranker=models / WEIGHTS_FILE, model=models / MODEL_FILE)
+        verdicts = [verifier.verify(table, s) for s in statements]
+    if as_json:
+        payload = {"table": str(table_path), "verdicts": [v.to_dict() for v in verdicts]}
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        for verdict in verdicts:
+            colour = "green" if verdict.entailed else "red"
+            out.print(
+                Text.assemble(
+                    (verdict.label.value, f"bold {colour}"),
+                    f" ({verdict.confidence:.0%})  {verdict.statement}",
+                )
+            )
+            for note in getattr(verdict, "warnings", ()):
+                warn(note)
+            if verdict.program:
+                out.print(f"  program: {verdict.program} = {verdict.result}")
+            else:
+                out.print("  program: none found (the statement's values could not be linked to the table)")
+            if verdict.evidence:
+                print_evidence(table, set(verdict.evidence))
+    raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
+
+
+def program_run(
+    table_path: Annotated[Path, typer.Argument(metavar="TABLE", help="Table file", show_default=False)],
+    program: Annotated[
+        str,
+        typer.Argument(
+            metavar="PROGRAM",
+            help="Program in the brace syntax; a trailing =True is ignored",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Execute a program on a table; its value is printed on the last line."""
+    from tabverify.program import execute
+
+    table = load(table_path)
+    with input_errors():
+        execution = execute(program, table)
+    if execution.evidence:
+        print_evidence(table, set(execution.evidence))
+    print(execution.display)
+
+
+def program_functions() -> None:
+    """List the functions of the program language with their types."""
+    from tabverify.program.functions import FUNCTIONS
+
+    view = RichTable("function", "arguments", "returns", "meaning")
+    for name, function in sorted(FUNCTIONS.items()):
+        view.add_row(Text(name), Text(", ".join(function.args)), Text(function.returns), Text(function.doc))
+    out.print(view)
+
+
+CHECK_EXAMPLES = """Examples:
+
+\b
+  tabverify check results.csv "the hawks won both games against dayton"
+  tabverify check data/all_csv/2-1859269-1.html.csv "round 1 begin with 156 club" --json
+"""
+
+RUN_EXAMPLES = """Examples:
+
+\b
+  tabverify program run votes.csv "eq{count{filter_eq{all_rows; party; democratic}}; 3}"
+  tabverify program run votes.csv "hop{argmax{all_rows; votes}; candidate}"
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` and ``program`` to the app."""
+    app.command("check", epilog=CHECK_EXAMPLES)(check)
+    program_app.command("run", epilog=RUN_EXAMPLES)(program_run)
+    program_app.command("functions", epilog="Example:\n\n\b\n  tabverify program functions\n")(
+        program_functions
+    )
+    app.add_typer(program_app, name="program")

@@ -1,0 +1,17 @@
+"""Running the command line as a user does: a real process, real files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``tabverify ARGS`` in a new process, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "tabverify.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+    )

@@ -1,0 +1,69 @@
+"""The command line, run as a user runs it (a real process, real files, exit codes): the app as a whole -
+help, and bad input that every command must survive (markup in user text, special files)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import run
+
+COMMANDS = [[], ["check"], ["crosscheck"], ["tables"], ["coref", "score"], ["program", "run"],
+            ["program", "functions"], ["bench", "tabfact"], ["bench", "arxiveri"], ["train", "tabfact"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "tabverify")
+def test_help_has_examples_and_no_python_types(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.returncode == 0
+    assert "Example" in result.stdout
+    # placeholders are written in capitals (TABLE, FILE, N); no Python type leaks into the help
+    assert not re.search(r"list\[|<str>|<path>|<int>|<float>", result.stdout), result.stdout
+    # no line of the help wraps an option name or an example
+    assert all(not line.startswith(("ct", "rows")) for line in result.stdout.splitlines())
+
+
+def test_train_needs_an_output_folder(tmp_path: Path) -> None:
+    result = run("train", "tabfact", "--data", str(tmp_path))
+    assert result.returncode == 2 and "--out" in result.stderr
+
+
+MARKUP = ["[/]", "[/foo]", "[bold]x[/bold]", "[link=file:///etc/passwd]y[/link]", "<script>alert(1)</script>"]
+
+
+@pytest.mark.parametrize("text", MARKUP)
+def test_markup_in_user_text_is_printed_as_written(tmp_path: Path, text: str) -> None:
+    table = tmp_path / "teams.csv"
+    table.write_text(f"team {text},points\nred {text},3\nblue,5\n", encoding="utf-8")
+    statement = f"red {text} has 3 points"
+    result = run("check", str(table), statement)
+    assert result.returncode in (0, 1), result.stderr
+    assert statement in result.stdout and f"team {text}" in result.stdout
+    program = run("program", "run", str(table), f"hop{{argmax{{all_rows; points}}; team {text}}}")
+    assert program.returncode == 0, program.stderr
+    assert program.stdout.splitlines()[-1] == "blue"
+    bad = run("program", "run", str(table), f"eq{{{text}")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    missing = run("check", str(tmp_path / f"none{text.replace('/', '')}.csv"), "x")
+    assert missing.returncode == 2 and f"none{text.replace('/', '')}.csv: no such file" in missing.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "symlink to a device"])
+def test_special_files_are_refused_not_read(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "table.csv"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = Path("/dev/zero")
+    else:
+        path.symlink_to("/dev/zero")
+    for args in (["check", str(path), "x"], ["tables", str(path)], ["coref", "score", str(path), str(path)],
+                 ["crosscheck", str(path), "--source", str(path)]):  # fmt: skip
+        result = run(*args, timeout=30)
+        assert result.returncode == 2, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        # /dev/zero has no extension: refused for its unknown format before anything is read
+        assert "not a regular file" in result.stderr or (kind == "device" and "format" in result.stderr)

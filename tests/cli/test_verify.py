@@ -1,0 +1,78 @@
+"""The command line, run as a user runs it (a real process, real files, exit codes): `check` and `program`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import run
+
+
+def test_check_exit_code_0_when_entailed(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones be first elected in 1986")
+    assert result.returncode == 0, result.stderr
+    assert "ENTAILED" in result.stdout
+    assert "program:" in result.stdout
+
+
+def test_check_exit_code_1_when_any_refuted_and_json(election_path: Path) -> None:
+    result = run(
+        "check",
+        str(election_path),
+        "mary jones be first elected in 1986",
+        "mary jones be first elected in 1994",
+        "--json",
+    )
+    assert result.returncode == 1, result.stderr
+    verdicts = json.loads(result.stdout)["verdicts"]
+    assert [v["label"] for v in verdicts] == ["ENTAILED", "REFUTED"]
+    assert all(v["program"] for v in verdicts)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\x01binary", b"a#b\n1\n"])
+def test_check_exit_code_2_on_bad_table(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "bad.html.csv"
+    path.write_bytes(content)
+    result = run("check", str(path), "anything")
+    assert result.returncode == 2
+    assert "error" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_missing_file_and_missing_statement(tmp_path: Path, election_path: Path) -> None:
+    assert run("check", str(tmp_path / "none.csv"), "x").returncode == 2
+    assert run("check", str(election_path)).returncode == 2
+    folder = run("check", str(tmp_path), "x")
+    assert folder.returncode == 2 and "is a folder" in folder.stderr
+
+
+def test_check_header_only_table_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "header.csv"
+    path.write_text("team,points\n", encoding="utf-8")
+    result = run("check", str(path), "the hawks have 3 points")
+    assert result.returncode == 2
+    assert "no data rows" in result.stderr
+
+
+def test_check_marks_evidence_cells_off_a_terminal(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones be first elected in 1986")
+    assert "*mary jones*" in result.stdout
+    assert "*cell* = evidence read by the program" in result.stdout
+
+
+def test_program_run_prints_value_on_last_line(election_path: Path) -> None:
+    result = run(
+        "program", "run", str(election_path), "eq{count{filter_eq{all_rows; party; democratic}}; 3}=True"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "True"
+    value = run("program", "run", str(election_path), "hop{argmax{all_rows; votes}; incumbent}")
+    assert value.stdout.strip().splitlines()[-1] == "mary jones"
+
+
+def test_program_run_bad_program_exits_2(election_path: Path) -> None:
+    result = run("program", "run", str(election_path), "eq{count{all_rows}; 3")
+    assert result.returncode == 2
+    assert "missing '}'" in result.stderr
