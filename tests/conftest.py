@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +42,22 @@ def needs_dataset(path: Path) -> pytest.MarkDecorator:
 
 def needs_tabfact() -> pytest.MarkDecorator:
     return needs_dataset(TABFACT)
+
+
+# In CI (CI=true) nothing may be skipped: a missing ../shared/datasets or a missing browser must fail
+# the run, not pass it quietly. Locally a skip stays a skip (with its reason in the summary).
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if IN_CI and _skipped:
+        print(f"\nCI=true: {len(_skipped)} test(s) were skipped, which CI does not allow:", file=sys.stderr)
+        for nodeid in _skipped[:20]:
+            print(f"  {nodeid}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
