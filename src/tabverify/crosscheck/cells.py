@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 
 from tabverify.table.grid import Grid
-from tabverify.table.scientific import Agreement, Measurement, compare
+from tabverify.table.numbers import WRITTEN_ROUNDINGS, Agreement
+from tabverify.table.scientific import Measurement, compare
 
 Position = tuple[int, int]
-_ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)
 _HUNDRED = Decimal(100)
 AGREEMENT_WEIGHT = {Agreement.EXACT: 1.0, Agreement.ROUNDED: 0.8, Agreement.SCALED: 0.7}
 UNLABELLED_FACTOR = 0.25
@@ -98,7 +98,7 @@ def _variants(m: Measurement) -> set[Decimal]:
         # coarser writings keep two significant digits at least (as :func:`rounds_to` demands)
         for e in range(exponent + 1, min(1, base.adjusted())):
             quantum = Decimal(1).scaleb(e)
-            for rounding in _ROUNDINGS:
+            for rounding in WRITTEN_ROUNDINGS:
                 try:
                     keys.add(_key(base.quantize(quantum, rounding=rounding)))
                 except InvalidOperation:

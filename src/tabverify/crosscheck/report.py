@@ -27,7 +27,8 @@ from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
 from tabverify.table.grid import Grid
 from tabverify.table.model import Table
-from tabverify.table.scientific import Agreement, Measurement, compare
+from tabverify.table.numbers import Agreement
+from tabverify.table.scientific import Measurement, compare
 
 Position = tuple[int, int]
 

@@ -1,7 +1,10 @@
 """How program values compare: fuzzy text matching and precision-aware number matching.
 
 These rules are shared by the executor and the entity linker so that a literal the linker
-extracts always matches the cell it came from.
+extracts always matches the cell it came from. Numbers are read by :mod:`tabverify.table` and
+precision equality is decided there (:func:`tabverify.table.numbers.same_at_precision`, the rule
+for a computed value against a statement's literal); what stays here is what only programs need:
+dates against years, ranges against plain numbers, and the ordering of values (:func:`order`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import re
 from functools import lru_cache
 
 from tabverify.table import Cell, Quantity, parse_quantity
+from tabverify.table.numbers import decimals_of, parse_decimal, same_at_precision
 
 _PUNCT_RE = re.compile(r"[^\w\s.%$-]|(?<!\d)[.](?!\d)|(?<!\w)-(?!\w)|(?<=\w)-(?=\w)")
 
@@ -28,23 +32,20 @@ def literal_quantity(text: str) -> Quantity | None:
     return parse_quantity(text)
 
 
-_LOOSE_NUMBER_RE = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w.])")
+_LOOSE_NUMBER_RE = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 
 
 @lru_cache(maxsize=200_000)
 def loose_quantity(text: str) -> Quantity | None:
     """The first stand-alone number in free text ("mark price , 18 points" -> 18), for cells whose
-    text is not a number as a whole."""
+    text is not a number as a whole. A number beyond float range is no number (never infinity)."""
     match = _LOOSE_NUMBER_RE.search(text)
     if match is None:
         return None
-    token = match.group(0).replace(",", "")
-    try:
-        value = float(token)
-    except ValueError:
+    value = parse_decimal(match.group(0).replace(",", ""))
+    if value is None:
         return None
-    decimals = len(token.split(".", 1)[1]) if "." in token else 0
-    return Quantity(text, value, "number", decimals)
+    return Quantity(text, float(value), "number", decimals_of(value))
 
 
 def quantity_of(value: object) -> Quantity | None:
@@ -122,11 +123,8 @@ def aligned_numbers(left: Quantity, right: Quantity) -> tuple[float, float] | No
 
 
 def _same_at_precision(precise: float, written: float, decimals: int) -> bool:
-    scale = 10**decimals
-    return (
-        abs(round(precise * scale) - written * scale) < 1e-6
-        or abs(int(precise * scale) - written * scale) < 1e-6
-    )
+    """The program rule of precision equality (:func:`tabverify.table.numbers.same_at_precision`)."""
+    return same_at_precision(precise, written, decimals)
 
 
 def numbers_equal(left: Quantity, right: Quantity) -> bool:
@@ -167,8 +165,12 @@ def values_match(left: object, right: object) -> bool:
     return numbers_equal(ql, qr)
 
 
-def compare(left: object, right: object) -> int | None:
-    """-1, 0 or 1 comparing two values as numbers (or dates); None when either is not a number."""
+def order(left: object, right: object) -> int | None:
+    """-1, 0 or 1 ordering two values as numbers (or dates); None when either is not a number.
+
+    Not to be confused with :func:`tabverify.table.compare`, which says how two written numbers
+    agree (exact, rounded, scaled); ``compare`` here is the old name of this function.
+    """
     ql, qr = quantity_of(left), quantity_of(right)
     if ql is None or qr is None:
         return None
@@ -177,3 +179,6 @@ def compare(left: object, right: object) -> int | None:
         return None
     a, b = pair
     return (a > b) - (a < b)
+
+
+compare = order  # the old name, kept for callers (program/functions.py); prefer ``order``

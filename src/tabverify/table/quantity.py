@@ -7,8 +7,11 @@ sensibly while the original text stays available for display.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+
+from tabverify.table.numbers import decimals_of, parse_decimal
 
 MONTHS: dict[str, int] = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
@@ -33,7 +36,9 @@ ORDINAL_WORDS: dict[str, int] = {
 KINDS = ("number", "percent", "ordinal", "range", "date", "duration", "year")
 
 _NUM = r"[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?"
-_NUMBER_RE = re.compile(r"(?<![\w.])([-+\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|[-+\u2212]?\.\d+)")
+_NUMBER_RE = re.compile(
+    r"(?<![\w.])([-+\u2212]?(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?)"
+)
 _ORDINAL_RE = re.compile(r"^(\d+)\s*(?:st|nd|rd|th)$")
 _RANGE_RE = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:-|–|—|to|:)\s*(\d+(?:\.\d+)?)(?:\s*\(.*\))?$")
 _DURATION_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d{2}(?:\.\d+)?)$|^(\d+):(\d{2}(?:\.\d+)?)$")
@@ -86,9 +91,10 @@ class Quantity:
 
 
 def _to_float(token: str) -> tuple[float, int]:
-    token = token.replace("\u2212", "-").replace(",", "")
-    decimals = len(token.split(".", 1)[1]) if "." in token else 0
-    return float(token), decimals
+    value = parse_decimal(token)
+    if value is None:
+        raise ValueError(f"{token!r} is out of range")
+    return float(value), decimals_of(value)
 
 
 def parse_date(text: str) -> Quantity | None:
@@ -121,13 +127,28 @@ def parse_date(text: str) -> Quantity | None:
 def parse_quantity(text: str) -> Quantity | None:
     """Read the number a cell or phrase stands for, or None when it holds no number.
 
-    Understands thousands separators, decimals, signs (also U+2212), percentages, ranges and
-    scores ("7-5", "2 - 1"), ordinals ("3rd", "third"), number words ("two"), values with units
-    and bracketed alternatives ("1370 lb (635 kg)" -> 1370), dates, months and durations ("1:23.4").
-    The first number wins when several appear in free text.
+    Understands thousands separators, decimals, signs (also U+2212), scientific notation ("1.5e3"
+    is 1500), percentages, ranges and scores ("7-5", "2 - 1"), ordinals ("3rd", "third"), number
+    words ("two"), values with units and bracketed alternatives ("1370 lb (635 kg)" -> 1370), dates,
+    months and durations ("1:23.4"). The first number wins when several appear in free text.
+    A number beyond what a float holds ("1e400", 400 digits) makes the text no number at all: it is
+    never read as infinity, nor as the prefix before its exponent.
     """
     if text is None:
         return None
+    try:
+        quantity = _parse(text)
+    except (ValueError, OverflowError):
+        # digits a float or int cannot hold (1e400, 5000 digits) or that int() refuses ("june ²")
+        return None
+    if quantity is None or not math.isfinite(quantity.value):
+        return None
+    if quantity.second is not None and not math.isfinite(quantity.second):
+        return None
+    return quantity
+
+
+def _parse(text: str) -> Quantity | None:
     raw = text.strip()
     t = raw.lower().replace("\u2212", "-").replace("\u2009", " ").replace("\xa0", " ")
     if not t:

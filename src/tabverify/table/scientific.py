@@ -1,18 +1,25 @@
-"""Numbers as written in scientific tables, and the ways two written numbers can agree.
+"""Numbers as written in scientific tables.
 
 :func:`parse_measurement` reads cells such as ``\\mathbf{45.3}\\pm0.2``, ``45.3 (±0.2)``, ``68.4%``,
-``21M``, ``−0.5``, ``39.0(+2.6)``, ``83.6 (\\uparrow 3.3)`` or ``45.1 / 60.2`` into a
+``21M``, ``−0.5``, ``1.2e-3``, ``39.0(+2.6)``, ``83.6 (\\uparrow 3.3)`` or ``45.1 / 60.2`` into a
 :class:`Measurement` that keeps the value as a :class:`~decimal.Decimal` with its written precision.
 :func:`compare` says whether two measurements agree exactly, after rounding, or after a x100 scale.
+The number model, the token reader and the comparison live in :mod:`tabverify.table.numbers`
+(shared with the program executor); this module adds what a scientific cell writes around a number:
+LaTeX, footnote marks, ``±`` spreads, deltas, units and several metrics in one cell.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
-from enum import StrEnum
+from decimal import Decimal
 
+from tabverify.table.numbers import Agreement, Number, agreement, parse_decimal, rounds_to
+
+__all__ = ["SUFFIXES", "Agreement", "Measurement", "clean_latex", "compare", "parse_measurement", "rounds_to"]
+
+_ONE = Decimal(1)
 SUFFIXES: dict[str, Decimal] = {
     "k": Decimal(1000), "K": Decimal(1000), "M": Decimal(10**6), "B": Decimal(10**9),
     "G": Decimal(10**9), "T": Decimal(10**12),
@@ -98,6 +105,11 @@ class Measurement:
         """The value with its suffix applied (``21M`` -> 21000000)."""
         return self.value * SUFFIXES[self.suffix] if self.suffix else self.value
 
+    @property
+    def number(self) -> Number:
+        """The number it holds in the shared model: value, written precision, percent, scale."""
+        return Number(self.value, self.percent, SUFFIXES[self.suffix] if self.suffix else _ONE)
+
     def __float__(self) -> float:
         return float(self.value)
 
@@ -143,7 +155,7 @@ def parse_measurement(text: str) -> Measurement | None:
     main = _MAIN.match(cleaned)
     if main is None:
         return None
-    value = _decimal(main.group("num"))
+    value = parse_decimal(main.group("num"))
     if value is None:
         return None
     rest = cleaned[main.end() :].strip()
@@ -157,12 +169,12 @@ def parse_measurement(text: str) -> Measurement | None:
     while rest:
         m = _PM.match(rest)
         if m and uncertainty is None:
-            uncertainty = _decimal(m.group("num"))
+            uncertainty = parse_decimal(m.group("num"))
             rest = rest[m.end() :].strip()
             continue
         m = _BRACKETED.match(rest)
         if m:
-            number = _decimal(m.group("num"))
+            number = parse_decimal(m.group("num"))
             sign = m.group("sign") or ""
             if sign in ("±", "\\pm") and uncertainty is None:
                 uncertainty = number
@@ -173,7 +185,7 @@ def parse_measurement(text: str) -> Measurement | None:
             continue
         m = _ARROW_DELTA.match(rest) or (_SIGNED_DELTA.match(rest) if delta is None and not others else None)
         if m and delta is None:
-            number = _decimal(m.group("num"))
+            number = parse_decimal(m.group("num"))
             sign = m.groupdict().get("sign") or ""
             delta = -abs(number) if sign in ("↓",) and number is not None else number
             rest = rest[m.end() :].strip()
@@ -183,7 +195,7 @@ def parse_measurement(text: str) -> Measurement | None:
             following = _MAIN.match(rest[m.end() :].strip())
             if following is None:
                 return None
-            number = _decimal(following.group("num"))
+            number = parse_decimal(following.group("num"))
             if number is None:
                 return None
             others.append(number)
@@ -205,66 +217,12 @@ def parse_measurement(text: str) -> Measurement | None:
     )
 
 
-def _decimal(token: str) -> Decimal | None:
-    try:
-        value = Decimal(token.rstrip("."))
-    except InvalidOperation:
-        return None
-    return value if value.is_finite() else None
-
-
-class Agreement(StrEnum):
-    """How two written numbers relate."""
-
-    EXACT = "exact"  # the same number (90.6 and 90.60 count as the same)
-    ROUNDED = "rounded"  # one is the other rounded or truncated to fewer digits (0.354 / 0.3535)
-    SCALED = "scaled"  # equal after a factor of 100, as percent vs fraction (68.4 / 0.684)
-    DIFFERENT = "different"
-
-
-def _values(a: Measurement, b: Measurement) -> tuple[Decimal, Decimal]:
-    # both with suffixes: compare what they stand for (1.5M vs 1500K); otherwise the suffix is a unit
-    if a.suffix and b.suffix and a.suffix.upper() != b.suffix.upper():
-        return a.scaled, b.scaled
-    return a.value, b.value
-
-
-def rounds_to(precise: Decimal, coarse: Decimal) -> bool:
-    """True when ``precise`` written to the precision of ``coarse`` gives ``coarse``, by rounding half
-    up, half to even, or truncation, where ``coarse`` really has fewer digits and at least two
-    significant ones."""
-    exponent = coarse.as_tuple().exponent
-    p_exponent = precise.normalize().as_tuple().exponent
-    if not isinstance(exponent, int) or not isinstance(p_exponent, int) or p_exponent >= exponent:
-        return False
-    if coarse.adjusted() - exponent < 1:
-        return False  # one significant digit (0.3, 4) is too coarse to say anything
-    quantum = Decimal(1).scaleb(exponent)
-    try:
-        return any(precise.quantize(quantum, rounding=r) == coarse for r in _ROUNDINGS)
-    except InvalidOperation:
-        return False
-
-
-_ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)
-_HUNDRED = Decimal(100)
-
-
 def compare(a: Measurement, b: Measurement, rounding: bool = True, scale: bool = True) -> Agreement:
-    """How measurement ``a`` relates to measurement ``b``.
+    """How measurement ``a`` relates to measurement ``b``: :func:`tabverify.table.numbers.agreement`
+    of their numbers (exact, rounded, scaled or different).
 
     Args:
         rounding: accept one value being the other rounded/truncated to fewer written digits.
         scale: accept a factor of 100 between them (percent vs fraction), with rounding if allowed.
     """
-    x, y = _values(a, b)
-    if x == y:
-        return Agreement.EXACT
-    if rounding and (rounds_to(x, y) or rounds_to(y, x)):
-        return Agreement.ROUNDED
-    if scale:
-        for big, small in ((x, y), (y, x)):
-            scaled = small * _HUNDRED
-            if scaled == big or (rounding and (rounds_to(scaled, big) or rounds_to(big, scaled))):
-                return Agreement.SCALED
-    return Agreement.DIFFERENT
+    return agreement(a.number, b.number, rounding, scale)
