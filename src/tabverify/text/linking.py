@@ -8,8 +8,9 @@ the cells are compared by stems. The caption is not linked (it is context, not e
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from tabverify.table import CellRef, Table, parse_quantity
 from tabverify.table.quantity import MONTHS, NUMBER_WORDS, ORDINAL_WORDS
@@ -20,7 +21,8 @@ STOP_WORDS = frozenset(
     "the a an of in on at to for by with and or be have do that this there it its as from than "
     "which who whom what when where while than then also not no all each every any only".split()
 )
-_MAX_NGRAM = 10
+_MAX_NGRAM = 10  # longest cell mention, in words
+_MAX_HEADER_NGRAM = 6  # longest header mention, in words
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,14 @@ class Linking:
         return frozenset(link.column for link in self.cells + self.headers if link.column is not None)
 
 
+def ngrams(length: int, longest: int) -> Iterator[tuple[int, int]]:
+    """Every ``(start, end)`` range of at most ``longest`` items in a sequence of ``length``,
+    longest first, left to right: the order in which a longest-match-wins linker tries them."""
+    for n in range(min(longest, length), 0, -1):
+        for i in range(length - n + 1):
+            yield i, i + n
+
+
 class TableIndex:
     """Stem n-gram lookups over a table's cells and headers, built once per table."""
 
@@ -80,18 +90,15 @@ class TableIndex:
                 self.cell_tokens[ref] = tokens
                 stems = tuple(t.stem for t in tokens)
                 self.whole[stems].append(ref)
-                if len(stems) > 1:
-                    for i in range(len(stems)):
-                        for j in range(i + 1, min(len(stems), i + _MAX_NGRAM) + 1):
-                            if j - i < len(stems):
-                                self.partial[stems[i:j]].append((ref, i, j))
+                # every part of the cell (not the whole), in the cell's order
+                for i, j in sorted(ngrams(len(stems), min(_MAX_NGRAM, len(stems) - 1))):
+                    self.partial[stems[i:j]].append((ref, i, j))
         self.headers: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for c, header in enumerate(table.header):
             stems = stem_key(header)
-            for i in range(len(stems)):
-                for j in range(i + 1, len(stems) + 1):
-                    if j - i == len(stems) or not all(s in STOP_WORDS for s in stems[i:j]):
-                        self.headers[stems[i:j]].append(c)
+            for i, j in sorted(ngrams(len(stems), len(stems))):
+                if j - i == len(stems) or not all(s in STOP_WORDS for s in stems[i:j]):
+                    self.headers[stems[i:j]].append(c)
 
 
 @lru_cache(maxsize=64)
@@ -115,117 +122,152 @@ def _is_number_token(token: Token) -> bool:
     )
 
 
-def link(statement: str, table: Table) -> Linking:
-    """Link a statement to a table's cells, headers and numbers."""
-    index = _index_for(table)
-    tokens = tuple(tokenize(statement))
-    words = [t for t in tokens if t.text[0].isalnum()]
-    stems = [t.stem for t in words]
-    used = [False] * len(words)
-    cells: list[Link] = []
+@dataclass(frozen=True)
+class _Words:
+    """The word tokens of a statement (punctuation dropped) and their stems."""
 
-    def span_of(i: int, j: int) -> Span:
-        return Span(words[i].span.start, words[j - 1].span.end)
+    statement: str
+    words: list[Token]
+    stems: list[str]
 
-    # 1. whole-cell matches, longest first
-    for n in range(min(_MAX_NGRAM, len(words)), 0, -1):
-        for i in range(len(words) - n + 1):
-            if any(used[i : i + n]):
-                continue
-            key = tuple(stems[i : i + n])
-            if n == 1 and (key[0] in STOP_WORDS):
-                continue
-            refs = index.whole.get(key)
-            if not refs:
-                continue
-            span = span_of(i, i + n)
-            by_column: dict[int, list[CellRef]] = defaultdict(list)
-            for ref in refs:
-                by_column[ref.column].append(ref)
-            for column, column_refs in by_column.items():
-                literal = table.rows[column_refs[0].row][column].text
-                cells.append(
-                    Link(span, span.of(statement), "cell", column, literal, tuple(column_refs), True)
-                )
-            for k in range(i, i + n):
-                used[k] = True
-    # 2. partial matches (part of a cell) on what is left, longest first; single words only when
-    #    they are not stop words, numbers or very short
-    for n in range(min(_MAX_NGRAM, len(words)), 0, -1):
-        for i in range(len(words) - n + 1):
-            if any(used[i : i + n]):
-                continue
-            key = tuple(stems[i : i + n])
-            if all(s in STOP_WORDS for s in key):
-                continue
-            if n == 1 and (len(key[0]) < 3 or _is_number_token(words[i])):
-                continue
-            hits = index.partial.get(key)
-            if not hits:
-                continue
-            span = span_of(i, i + n)
-            by_column2: dict[int, list[tuple[CellRef, int, int]]] = defaultdict(list)
-            for hit in hits:
-                by_column2[hit[0].column].append(hit)
-            if n == 1 and (
-                len(by_column2) > 3
-                or any(
-                    len({h[0].row for h in hits_}) > max(2, 0.6 * table.n_rows)
-                    for hits_ in by_column2.values()
-                )
-            ):
-                continue  # a common word found in most rows carries no information
-            for column, column_hits in by_column2.items():
-                ref, a, b = column_hits[0]
-                literal = _cell_literal(index, ref, a, b)
-                refs = tuple(dict.fromkeys(h[0] for h in column_hits))
-                cells.append(Link(span, span.of(statement), "cell", column, literal, refs, False))
-            for k in range(i, i + n):
-                used[k] = True
-    # 3. headers (may overlap cell links: "the 1st member" names a column and a value)
-    headers: list[Link] = []
-    taken = [False] * len(words)
-    for n in range(min(6, len(words)), 0, -1):
-        for i in range(len(words) - n + 1):
-            if any(taken[i : i + n]):
-                continue
-            key = tuple(stems[i : i + n])
-            if n == 1 and key[0] in STOP_WORDS:
-                continue
-            columns = index.headers.get(key)
-            if not columns:
-                continue
-            span = span_of(i, i + n)
-            for column in columns:
-                headers.append(Link(span, span.of(statement), "header", column, table.header[column]))
-            for k in range(i, i + n):
+    def span(self, i: int, j: int) -> Span:
+        """The characters of words ``i`` to ``j`` (exclusive)."""
+        return Span(self.words[i].span.start, self.words[j - 1].span.end)
+
+
+def _longest_matches(
+    words: _Words, longest: int, taken: list[bool], match: Callable[[int, int, tuple[str, ...]], list[Link]]
+) -> list[Link]:
+    """Offer ``match`` every n-gram of at most ``longest`` words that overlaps no word already
+    ``taken``, longest first; the words of an n-gram it links (returns links for) are taken."""
+    found: list[Link] = []
+    for i, j in ngrams(len(words.words), longest):
+        if any(taken[i:j]):
+            continue
+        links = match(i, j, tuple(words.stems[i:j]))
+        if links:
+            found.extend(links)
+            for k in range(i, j):
                 taken[k] = True
-    # 4. numbers: digits, number words, ordinals, and dates ("october 15", "11 june 1958")
+    return found
+
+
+def _whole_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: tuple[str, ...]) -> list[Link]:
+    """Links for words that name whole cells, one per column holding such a cell."""
+    if j - i == 1 and key[0] in STOP_WORDS:
+        return []
+    refs = index.whole.get(key)
+    if not refs:
+        return []
+    span = words.span(i, j)
+    by_column: dict[int, list[CellRef]] = defaultdict(list)
+    for ref in refs:
+        by_column[ref.column].append(ref)
+    rows = index.table.rows
+    return [
+        Link(
+            span,
+            span.of(words.statement),
+            "cell",
+            column,
+            rows[refs_[0].row][column].text,
+            tuple(refs_),
+            True,
+        )
+        for column, refs_ in by_column.items()
+    ]
+
+
+def _partial_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: tuple[str, ...]) -> list[Link]:
+    """Links for words that name part of cells; single words only when they are not stop words,
+    numbers or very short, and not found in most rows (a common word carries no information)."""
+    if all(s in STOP_WORDS for s in key):
+        return []
+    if j - i == 1 and (len(key[0]) < 3 or _is_number_token(words.words[i])):
+        return []
+    hits = index.partial.get(key)
+    if not hits:
+        return []
+    by_column: dict[int, list[tuple[CellRef, int, int]]] = defaultdict(list)
+    for hit in hits:
+        by_column[hit[0].column].append(hit)
+    if j - i == 1 and (
+        len(by_column) > 3
+        or any(
+            len({h[0].row for h in column_hits}) > max(2, 0.6 * index.table.n_rows)
+            for column_hits in by_column.values()
+        )
+    ):
+        return []
+    span = words.span(i, j)
+    links = []
+    for column, column_hits in by_column.items():
+        ref, a, b = column_hits[0]
+        refs = tuple(dict.fromkeys(h[0] for h in column_hits))
+        links.append(
+            Link(span, span.of(words.statement), "cell", column, _cell_literal(index, ref, a, b), refs, False)
+        )
+    return links
+
+
+def _header_links(words: _Words, index: TableIndex, i: int, j: int, key: tuple[str, ...]) -> list[Link]:
+    """Links for words that name columns (all or a meaningful part of a header)."""
+    if j - i == 1 and key[0] in STOP_WORDS:
+        return []
+    span = words.span(i, j)
+    return [
+        Link(span, span.of(words.statement), "header", column, index.table.header[column])
+        for column in index.headers.get(key, ())
+    ]
+
+
+def _number_links(words: _Words) -> list[Link]:
+    """Numbers, left to right: digits, number words, ordinals, and dates ("october 15",
+    "11 june 1958", the longest date starting at a word first); a month name alone is kept too."""
+    tokens, statement = words.words, words.statement
     numbers: list[Link] = []
     i = 0
-    while i < len(words):
-        word = words[i].text.lower()
-        date_end = None
-        for n in (3, 2):
-            if i + n <= len(words):
-                span = span_of(i, i + n)
-                q = parse_quantity(span.of(statement))
-                if q is not None and q.kind == "date":
-                    date_end = i + n
-                    break
-        if date_end is None and word in MONTHS and len(word) > 3:
-            numbers.append(Link(span_of(i, i + 1), words[i].text, "number", None, words[i].text))
-            i += 1
-            continue
+    while i < len(tokens):
+        date_end = next(
+            (
+                i + n
+                for n in (3, 2)
+                if i + n <= len(tokens)
+                and (q := parse_quantity(words.span(i, i + n).of(statement))) is not None
+                and q.kind == "date"
+            ),
+            None,
+        )
         if date_end is not None:
-            span = span_of(i, date_end)
+            span = words.span(i, date_end)
             numbers.append(Link(span, span.of(statement), "number", None, span.of(statement)))
             i = date_end
             continue
-        if _is_number_token(words[i]):
-            text = words[i].text
-            q = parse_quantity(text)
-            if q is not None:
-                numbers.append(Link(words[i].span, text, "number", None, text))
+        word = tokens[i].text
+        if word.lower() in MONTHS and len(word.lower()) > 3:
+            numbers.append(Link(tokens[i].span, word, "number", None, word))
+        elif _is_number_token(tokens[i]) and parse_quantity(word) is not None:
+            numbers.append(Link(tokens[i].span, word, "number", None, word))
         i += 1
-    return Linking(statement, tokens, tuple(cells), tuple(headers), tuple(numbers))
+    return numbers
+
+
+def link(statement: str, table: Table) -> Linking:
+    """Link a statement to a table's cells, headers and numbers.
+
+    Cells first (whole-cell matches, then partial ones on the words left over), then headers
+    (which may overlap cell links: "the 1st member" names a column and a value), then numbers.
+    The work grows with the statement's length times the longest n-gram; callers bound the
+    statement's length (``SearchLimits.max_statement_chars`` in the verifier).
+    """
+    index = _index_for(table)
+    tokens = tuple(tokenize(statement))
+    word_tokens = [t for t in tokens if t.text[0].isalnum()]
+    words = _Words(statement, word_tokens, [t.stem for t in word_tokens])
+    used = [False] * len(word_tokens)
+    cells = _longest_matches(words, _MAX_NGRAM, used, partial(_whole_cell_links, words, index))
+    cells += _longest_matches(words, _MAX_NGRAM, used, partial(_partial_cell_links, words, index))
+    headers = _longest_matches(
+        words, _MAX_HEADER_NGRAM, [False] * len(word_tokens), partial(_header_links, words, index)
+    )
+    return Linking(statement, tokens, tuple(cells), tuple(headers), tuple(_number_links(words)))
