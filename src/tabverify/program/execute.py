@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tabverify.errors import ProgramExecutionError
-from tabverify.program.functions import FUNCTIONS, Context
-from tabverify.program.tree import AllRows, Call, Header, Literal, Node, parse_program
+from tabverify.program.functions import Context, run_function
+from tabverify.program.tree import AllRows, Call, Header, Literal, Node, check_program, parse_program
 from tabverify.program.values import text_of
-from tabverify.table import CellRef, Table
+from tabverify.table import Cell, CellRef, Table
+
+JsonValue = bool | int | float | str | list[int]
+"""A program value as JSON holds it (see :func:`json_value`)."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,28 @@ class Execution:
         if isinstance(self.value, tuple):
             return f"rows {', '.join(str(r + 1) for r in self.value)}"
         return text_of(self.value)
+
+    @property
+    def json(self) -> JsonValue:
+        """The value for JSON output (see :func:`json_value`)."""
+        return json_value(self.value)
+
+
+def json_value(value: object) -> JsonValue:
+    """A program value as JSON holds it: booleans stay booleans, computed numbers are numbers
+    (integers when whole), cells and literals are their text as written, views are the list of
+    their 0-based data rows."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, tuple):
+        return [int(r) for r in value]
+    if isinstance(value, Cell):
+        return value.text
+    return text_of(value)
 
 
 def resolve_header(table: Table, name: str) -> int:
@@ -55,32 +81,28 @@ def resolve_header(table: Table, name: str) -> int:
 
 
 def evaluate(node: Node, ctx: Context) -> object:
-    """Evaluate one node of a program tree."""
+    """Evaluate one node of a checked program tree (see :func:`execute`, which checks it)."""
     if isinstance(node, AllRows):
         return ctx.table.data_row_indices
     if isinstance(node, Literal):
         return node.text
     if isinstance(node, Header):
         return resolve_header(ctx.table, node.name)
-    function = FUNCTIONS[node.func]
-    args = [evaluate(arg, ctx) for arg in node.args]
-    try:
-        return function.impl(ctx, *args)
-    except ProgramExecutionError:
-        raise
-    except (ValueError, TypeError, ZeroDivisionError, IndexError) as exc:
-        raise ProgramExecutionError(f"{node.func} failed: {exc}") from exc
+    return run_function(node.func, ctx, [evaluate(arg, ctx) for arg in node.args])
 
 
 def execute(program: Call | str, table: Table) -> Execution:
     """Run a program (a tree or brace-syntax text) on a table.
 
     Raises:
-        ProgramSyntaxError / ProgramTypeError: the text is not a valid program.
+        ProgramSyntaxError / ProgramTypeError: the text is not a valid program, or the tree is
+            not one (unknown function, wrong arguments, nested too deep).
         ProgramExecutionError: the program cannot run on this table (unknown column, empty view...).
     """
     if isinstance(program, str):
         program = parse_program(program)
+    else:
+        check_program(program)
     ctx = Context(table, evidence=set())
     value = evaluate(program, ctx)
     assert ctx.evidence is not None

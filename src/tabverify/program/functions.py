@@ -7,13 +7,14 @@ signature and its implementation; the parser, the search and the executor all re
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from tabverify.errors import ProgramExecutionError
-from tabverify.program.values import compare, normalize_text, quantity_of, text_match, text_of, values_match
-from tabverify.table import Cell, CellRef, Table
+from tabverify.errors import ProgramExecutionError, ProgramTypeError
+from tabverify.program.values import normalize_text, order, quantity_of, text_match, text_of, values_match
+from tabverify.table import Cell, CellRef, Quantity, Table
 
 View = tuple[int, ...]
 
@@ -56,6 +57,24 @@ def compatible(produced: str, expected: str) -> bool:
     return False
 
 
+def run_function(name: str, ctx: Context, args: Sequence[object]) -> object:
+    """Apply the function ``name`` to evaluated arguments.
+
+    Raises:
+        ProgramExecutionError: the function cannot compute a value from these arguments (an empty
+            view, a column without numbers, dates added...), or the value is not a finite number.
+    """
+    try:
+        value = FUNCTIONS[name].impl(ctx, *args)
+    except (ProgramExecutionError, ProgramTypeError):
+        raise
+    except (ValueError, TypeError, ArithmeticError, IndexError) as exc:
+        raise ProgramExecutionError(f"{name} failed: {exc}") from exc
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ProgramExecutionError(f"{name} gives {value}, not a finite number")
+    return value
+
+
 def _register(name: str, args: tuple[str, ...], returns: str, doc: str):
     def decorator(impl: Callable[..., object]) -> Callable[..., object]:
         FUNCTIONS[name] = Function(name, args, returns, impl, doc)
@@ -64,12 +83,13 @@ def _register(name: str, args: tuple[str, ...], returns: str, doc: str):
     return decorator
 
 
-def _numeric_cells(ctx: Context, view: View, column: int) -> list[tuple[int, float]]:
+def _numeric_cells(ctx: Context, view: View, column: int) -> list[tuple[int, Quantity]]:
+    """The rows of the view whose cell in the column holds a number or date, with that quantity."""
     out = []
     for r in view:
         q = quantity_of(ctx.table.rows[r][column])
         if q is not None:
-            out.append((r, q.value))
+            out.append((r, q))
     if not out:
         raise ProgramExecutionError(
             f"column {ctx.table.header[column]!r} has no numbers in the selected rows"
@@ -84,10 +104,10 @@ _FILTER_TESTS: dict[str, Callable[[Cell, object], bool]] = {
     "not_eq": lambda cell, value: not values_match(cell, value),
     "str_eq": lambda cell, value: text_match(cell.text, text_of(value)),
     "str_not_eq": lambda cell, value: not text_match(cell.text, text_of(value)),
-    "greater": lambda cell, value: compare(cell, value) == 1,
-    "less": lambda cell, value: compare(cell, value) == -1,
-    "greater_eq": lambda cell, value: compare(cell, value) in (0, 1),
-    "less_eq": lambda cell, value: compare(cell, value) in (0, -1),
+    "greater": lambda cell, value: order(cell, value) == 1,
+    "less": lambda cell, value: order(cell, value) == -1,
+    "greater_eq": lambda cell, value: order(cell, value) in (0, 1),
+    "less_eq": lambda cell, value: order(cell, value) in (0, -1),
 }
 
 
@@ -175,13 +195,18 @@ def _argmin(ctx: Context, view: View, column: int) -> View:
 
 
 def _nth_arg(ctx: Context, view: View, column: int, n: int, largest: bool) -> View:
+    return (_nth_cell(ctx, view, column, n, largest)[0],)
+
+
+def _nth_cell(ctx: Context, view: View, column: int, n: int, largest: bool) -> tuple[int, Quantity]:
+    """The row holding the n-th largest (or smallest) number or date of the column, and its value."""
     values = _numeric_cells(ctx, view, column)
-    ordered = sorted(values, key=lambda rv: (-rv[1], rv[0]) if largest else (rv[1], rv[0]))
+    ordered = sorted(values, key=lambda rq: (-rq[1].value, rq[0]) if largest else (rq[1].value, rq[0]))
     if n < 1 or n > len(ordered):
         raise ProgramExecutionError(f"asked for number {n} of {len(ordered)} ranked rows")
-    row = ordered[n - 1][0]
+    row, quantity = ordered[n - 1]
     ctx.touch(row, column)
-    return (row,)
+    return row, quantity
 
 
 def _ordinal(value: object) -> int:
@@ -228,27 +253,42 @@ def _uniq(ctx: Context, view: View, column: int) -> float:
     return float(len({ctx.table.rows[r][column].text.lower() for r in view}))
 
 
-def _aggregate(reduce: Callable[[list[float]], float]):
+def _no_dates(name: str, quantities: Sequence[Quantity]) -> None:
+    """Arithmetic on calendar dates is meaningless (they are held as YYYYMMDD numbers)."""
+    date = next((q for q in quantities if q.kind == "date"), None)
+    if date is not None:
+        raise ProgramExecutionError(
+            f"{name} does arithmetic, and {date.text!r} is a date: dates can be compared "
+            "(max, min, argmax, greater...) or subtracted as full dates (diff gives years), not added"
+        )
+
+
+def _aggregate(name: str, reduce: Callable[[list[float]], float], arithmetic: bool):
     def run(ctx: Context, view: View, column: int) -> float:
         values = _numeric_cells(ctx, view, column)
+        if arithmetic:
+            _no_dates(name, [q for _, q in values])
         for r, _ in values:
             ctx.touch(r, column)
-        return float(reduce([v for _, v in values]))
+        return float(reduce([q.value for _, q in values]))
 
     return run
 
 
-_register("sum", ("view", "header"), "num", "the sum of the column")(_aggregate(sum))
-_register("avg", ("view", "header"), "num", "the mean of the column")(_aggregate(lambda v: sum(v) / len(v)))
-_register("max", ("view", "header"), "num", "the largest number in the column")(_aggregate(max))
-_register("min", ("view", "header"), "num", "the smallest number in the column")(_aggregate(min))
+_register("sum", ("view", "header"), "num", "the sum of the column (not of dates)")(
+    _aggregate("sum", sum, True)
+)
+_register("avg", ("view", "header"), "num", "the mean of the column (not of dates)")(
+    _aggregate("avg", lambda v: sum(v) / len(v), True)
+)
+_register("max", ("view", "header"), "num", "the largest number in the column")(_aggregate("max", max, False))
+_register("min", ("view", "header"), "num", "the smallest number in the column")(
+    _aggregate("min", min, False)
+)
 
 
 def _nth_value(ctx: Context, view: View, column: int, n: object, largest: bool) -> float:
-    row = _nth_arg(ctx, view, column, _ordinal(n), largest)[0]
-    value = ctx.table.rows[row][column].quantity
-    assert value is not None
-    return value.value
+    return _nth_cell(ctx, view, column, _ordinal(n), largest)[1].value
 
 
 _register("nth_max", ("view", "header", "num"), "num", "the n-th largest number in the column")(
@@ -275,11 +315,17 @@ def _diff(ctx: Context, a: object, b: object) -> float:
         and min(qa.value, qb.value) >= 10000
     ):
         return float(qa.value // 10000 - qb.value // 10000)  # dates differ by years
+    _no_dates("diff", [q for q in (qa, qb) if q is not None])
     return _number(a) - _number(b)
 
 
+def _add(ctx: Context, a: object, b: object) -> float:
+    _no_dates("add", [q for q in (quantity_of(a), quantity_of(b)) if q is not None])
+    return _number(a) + _number(b)
+
+
 _register("diff", ("obj", "obj"), "num", "left minus right (full dates: difference in years)")(_diff)
-_register("add", ("obj", "obj"), "num", "left plus right")(lambda ctx, a, b: _number(a) + _number(b))
+_register("add", ("obj", "obj"), "num", "left plus right (not of dates)")(_add)
 
 # ---- values ------------------------------------------------------------------------------------
 
@@ -327,7 +373,7 @@ _register("not_str_eq", ("obj", "obj"), "bool", "neither text contains the other
 
 
 def _ordered(a: object, b: object, wanted: int) -> bool:
-    result = compare(a, b)
+    result = order(a, b)
     if result is None:
         raise ProgramExecutionError(f"cannot compare {text_of(a)!r} with {text_of(b)!r} as numbers")
     return result == wanted
@@ -335,8 +381,20 @@ def _ordered(a: object, b: object, wanted: int) -> bool:
 
 _register("greater", ("obj", "obj"), "bool", "left is larger")(lambda ctx, a, b: _ordered(a, b, 1))
 _register("less", ("obj", "obj"), "bool", "left is smaller")(lambda ctx, a, b: _ordered(a, b, -1))
-_register("and", ("bool", "bool"), "bool", "both are true")(lambda ctx, a, b: bool(a and b))
-_register("not", ("bool",), "bool", "negation")(lambda ctx, a: not a)
+
+
+def _truth(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ProgramTypeError(
+            f"{name} needs booleans (comparisons such as eq{{...}}), got {text_of(value)!r}"
+        )
+    return value
+
+
+_register("and", ("bool", "bool"), "bool", "both are true")(
+    lambda ctx, a, b: all((_truth("and", a), _truth("and", b)))
+)
+_register("not", ("bool",), "bool", "negation")(lambda ctx, a: not _truth("not", a))
 _register("only", ("view",), "bool", "the view has exactly one row")(lambda ctx, view: len(view) == 1)
 _register("several", ("view",), "bool", "the view has more than one row")(lambda ctx, view: len(view) > 1)
 _register("zero", ("view",), "bool", "the view is empty")(lambda ctx, view: len(view) == 0)

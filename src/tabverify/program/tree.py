@@ -83,6 +83,12 @@ class Call:
 Node = Call | Header | Literal | AllRows
 
 
+MAX_DEPTH = 100
+"""Deepest nesting of function calls a program may have (human programs nest at most 7 deep)."""
+
+_CONTEXT = 30  # characters of the program shown on each side of a syntax error
+
+
 def to_text(program: Node) -> str:
     """Print a program in the brace syntax."""
     return str(program)
@@ -93,10 +99,11 @@ def parse_program(text: str) -> Call:
 
     A trailing ``=True`` / ``=False`` (as in the human annotations) is accepted and ignored.
     Bare text is typed by the signature of the function it is passed to: a header, a literal or
-    ``all_rows``.
+    ``all_rows``. There are no boolean literals: a bool argument must be a call.
 
     Raises:
-        ProgramSyntaxError: unbalanced braces, empty arguments, trailing text, unknown function.
+        ProgramSyntaxError: unbalanced braces, empty arguments, trailing text, unknown function,
+            calls nested deeper than :data:`MAX_DEPTH`.
         ProgramTypeError: an argument that cannot have the type its function expects.
     """
     from tabverify.program.functions import FUNCTIONS
@@ -108,15 +115,19 @@ def parse_program(text: str) -> Call:
     if not source:
         raise ProgramSyntaxError("empty program; expected something like eq{count{all_rows}; 3}")
     position = 0
+    depth = 0
 
     def error(message: str) -> ProgramSyntaxError:
-        pointer = f"\n  {source}\n  {' ' * position}^"
+        start = max(0, position - _CONTEXT)
+        shown = source[start : position + _CONTEXT]
+        before = "..." if start else ""
+        after = "..." if position + _CONTEXT < len(source) else ""
+        pointer = f"\n  {before}{shown}{after}\n  {' ' * (len(before) + position - start)}^"
         return ProgramSyntaxError(f"{message} at character {position}:{pointer}")
 
-    def parse_arg(expected: str) -> Node:
+    def parse_arg(func: str, index: int, expected: str) -> Node:
         nonlocal position
         start = position
-        depth = 0
         while position < len(source):
             ch = source[position]
             if ch == "{":
@@ -124,33 +135,37 @@ def parse_program(text: str) -> Call:
                 name = source[start:position].strip()
                 if name not in FUNCTIONS:
                     raise error(f"unknown function {name!r}")
-                return parse_call(name, start)
-            if ch in ";}" and depth == 0:
+                call = parse_call(name)
+                check_argument(func, index, call, expected)
+                return call
+            if ch in ";}":
                 break
             position += 1
         word = source[start:position].strip()
         if not word:
             raise error("empty argument")
-        if expected == "view":
-            if word.lower() == "all_rows":
-                return AllRows()
-            raise ProgramTypeError(f"{word!r} is used where a view (all_rows or a filter) is expected")
+        node: Node
         if expected == "header":
-            return Header(word)
-        if word.lower() == "all_rows":
-            raise ProgramTypeError(f"all_rows is used where a {expected} is expected")
-        return Literal(word)
+            node = Header(word)
+        elif word.lower() == "all_rows":
+            node = AllRows()
+        else:
+            node = Literal(word)
+        check_argument(func, index, node, expected)
+        return node
 
-    def parse_call(name: str, start: int) -> Call:
-        nonlocal position
+    def parse_call(name: str) -> Call:
+        nonlocal position, depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise error(f"the program nests calls more than {MAX_DEPTH} deep")
         signature = FUNCTIONS[name]
         position += 1  # the '{'
         args: list[Node] = []
         while True:
             if len(args) >= len(signature.args):
                 raise error(f"{name} takes {len(signature.args)} arguments, got more")
-            args.append(parse_arg(signature.args[len(args)]))
-            _check_type(name, len(args) - 1, args[-1], signature.args[len(args) - 1])
+            args.append(parse_arg(name, len(args), signature.args[len(args)]))
             skip_space()
             if position >= len(source):
                 raise error(f"missing '}}' to close {name}{{")
@@ -163,6 +178,7 @@ def parse_program(text: str) -> Call:
             raise error("expected ';' or '}'")
         if len(args) != len(signature.args):
             raise error(f"{name} takes {len(signature.args)} arguments, got {len(args)}")
+        depth -= 1
         return Call(name, tuple(args))
 
     def skip_space() -> None:
@@ -178,19 +194,76 @@ def parse_program(text: str) -> Call:
         position = 0
         raise error(f"unknown function {name!r}")
     position = brace
-    program = parse_call(name, 0)
+    program = parse_call(name)
     skip_space()
     if position != len(source):
         raise error("unexpected text after the program")
     return program
 
 
-def _check_type(func: str, index: int, arg: Node, expected: str) -> None:
+def check_argument(func: str, index: int, arg: Node, expected: str) -> None:
+    """Check that ``arg`` can be argument ``index`` (0-based) of ``func``, whose signature asks
+    for an ``expected`` type.
+
+    Raises:
+        ProgramTypeError: the argument cannot have that type (text where a bool or a view is
+            expected, all_rows where a value is expected, a call that returns another type).
+    """
     from tabverify.program.functions import FUNCTIONS, compatible
 
+    where = f"argument {index + 1} of {func}"
     if isinstance(arg, Call):
         produced = FUNCTIONS[arg.func].returns
         if not compatible(produced, expected):
-            raise ProgramTypeError(
-                f"argument {index + 1} of {func} must be a {expected}, but {arg.func} returns a {produced}"
+            raise ProgramTypeError(f"{where} must be a {expected}, but {arg.func} returns a {produced}")
+    elif isinstance(arg, AllRows):
+        if expected != "view":
+            raise ProgramTypeError(f"all_rows is used where a {expected} is expected ({where})")
+    elif expected == "view":
+        raise ProgramTypeError(
+            f"{str(arg)!r} is used where a view (all_rows or a filter) is expected ({where})"
+        )
+    elif expected == "bool":
+        raise ProgramTypeError(
+            f"{str(arg)!r} is text, but {where} must be a bool: a comparison such as eq{{...}} "
+            "(the language has no true/false literals)"
+        )
+    elif isinstance(arg, Header) != (expected == "header"):
+        kind = "a column" if isinstance(arg, Header) else "a value"
+        raise ProgramTypeError(f"{str(arg)!r} is {kind}, but {where} must be a {expected}")
+
+
+def check_program(program: Node) -> None:
+    """Check a program tree (built in code, not parsed) the way the parser checks text: known
+    functions, argument counts and types, nesting at most :data:`MAX_DEPTH` calls deep. Works
+    without recursion, so any depth is refused cleanly.
+
+    Raises:
+        ProgramSyntaxError: an unknown function, a wrong argument count, nesting too deep, or
+            something that is not a program node.
+        ProgramTypeError: an argument of the wrong type.
+    """
+    from tabverify.program.functions import FUNCTIONS
+
+    if not isinstance(program, Call):
+        raise ProgramSyntaxError("a program must be a function call such as eq{...}")
+    stack: list[tuple[Call, int]] = [(program, 1)]
+    while stack:
+        call, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ProgramSyntaxError(f"the program nests calls more than {MAX_DEPTH} deep")
+        signature = FUNCTIONS.get(call.func) if isinstance(call.func, str) else None
+        if signature is None:
+            raise ProgramSyntaxError(f"unknown function {call.func!r}")
+        if len(call.args) != len(signature.args):
+            raise ProgramSyntaxError(
+                f"{call.func} takes {len(signature.args)} arguments, got {len(call.args)}"
             )
+        for index, (arg, expected) in enumerate(zip(call.args, signature.args, strict=True)):
+            if not isinstance(arg, (Call, Header, Literal, AllRows)):
+                raise ProgramSyntaxError(
+                    f"argument {index + 1} of {call.func} is not a program node: {arg!r}"
+                )
+            check_argument(call.func, index, arg, expected)
+            if isinstance(arg, Call):
+                stack.append((arg, depth + 1))
