@@ -46,7 +46,14 @@ def test_dataframe_reader() -> None:
         ("binary.csv", b"\x00\x01\x02PK\x03", "binary"),
         ("latin1.csv", "name\ncaf\xe9\n".encode("latin-1"), "not valid UTF-8"),
         ("table.xlsx", b"x", "unknown table format"),
-        ("bad.json", b"{not json", "invalid JSON"),
+        ("bad.json", b"{not json", "not valid JSON"),
+        ("nan.json", b'[{"a": NaN}]', "not a JSON number"),
+        ("deep.json", b"[" * 10000 + b"]" * 10000, "nested deeper than"),
+        ("empty-header.csv", b",,\n1,2,3\n4,5,6\n", "no column names"),
+        ("shapes.json", b'{"header": 5, "rows": 3}', "must be lists"),
+        ("row.json", b'{"header": ["a"], "rows": [5]}', "row 1"),
+        ("nested.json", b'[{"a": {"b": 1}}]', "record 1 holds an object"),
+        ("quote.csv", b'a,b\n"' + b"x" * 200_000 + b",1\n", "never closed"),
     ],
 )
 def test_bad_files_name_the_file_and_the_problem(

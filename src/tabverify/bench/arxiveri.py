@@ -13,13 +13,13 @@ Cell matching is scored given the gold source table, micro-averaged over the pai
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tabverify import files
 from tabverify.crosscheck import crosscheck, match_cells
 from tabverify.errors import DatasetError, TableError
 from tabverify.table.grid import Grid
@@ -58,16 +58,60 @@ class Pair:
     gold_cells: frozenset[tuple[Position, Position]]
 
 
+_LAYOUT = (
+    "--data must be a folder in the arXiVeri release layout "
+    "(ground_truth/table_match, ground_truth/cell_match, source_papers)"
+)
+
+
 def _load(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise DatasetError(
-            f"{path} is missing; --data must be a folder in the arXiVeri release layout "
-            "(ground_truth/table_match, ground_truth/cell_match, source_papers)"
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not path.exists():
+        raise DatasetError(f"{path} is missing; {_LAYOUT}")
+    return files.read_json(path, "arXiVeri JSON file", DatasetError)
+
+
+def _text(value: object, path: Path, what: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DatasetError(f"{path}: {what} must be text, found {type(value).__name__}")
+    return value
+
+
+def _entries(paper: object, path: Path) -> list[tuple[str, str]]:
+    """The (table HTML, caption) entries of a paper record, checked."""
+    if not isinstance(paper, dict):
+        raise DatasetError(f'{path}: expected an object with "list_table_and_caption"')
+    entries = paper.get("list_table_and_caption", [])
+    if not isinstance(entries, list):
+        raise DatasetError(f'{path}: "list_table_and_caption" must be a list')
+    found = []
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{path}: entry {number} must be an object with table and caption")
+        found.append(
+            (
+                _text(entry.get("table"), path, f"entry {number}'s table"),
+                _text(entry.get("caption"), path, f"entry {number}'s caption"),
+            )
+        )
+    return found
+
+
+def _cells(flat: object, path: Path) -> frozenset[tuple[Position, Position]]:
+    """The (target, source) positions of a cell annotation: a flat list alternating the two."""
+    if not isinstance(flat, list) or len(flat) % 2:
+        raise DatasetError(f"{path}: expected a list alternating target and source cells")
+    positions = []
+    for cell in flat:
+        if not (
+            isinstance(cell, dict)
+            and isinstance(cell.get("rowIndex"), int)
+            and isinstance(cell.get("colIndex"), int)
+        ):
+            raise DatasetError(f"{path}: every cell must be an object with integer rowIndex and colIndex")
+        positions.append((cell["rowIndex"], cell["colIndex"]))
+    return frozenset(zip(positions[::2], positions[1::2], strict=True))
 
 
 def _grid(html: str, caption: str, name: str) -> Grid:
@@ -76,55 +120,53 @@ def _grid(html: str, caption: str, name: str) -> Grid:
 
 
 def load_pairs(data_dir: str | Path) -> list[Pair]:
-    """Every target-source pair of the ground truth, sorted by target and source id."""
+    """Every target-source pair of the ground truth, sorted by target and source id.
+
+    Raises:
+        DatasetError: the folder does not have the release layout, or a file is malformed.
+    """
     root = Path(data_dir)
     table_dir = root / "ground_truth" / "table_match"
     if not table_dir.is_dir():
-        raise DatasetError(
-            f"{table_dir} is missing; --data must be a folder in the arXiVeri release layout "
-            "(ground_truth/table_match, ground_truth/cell_match, source_papers)"
-        )
+        raise DatasetError(f"{table_dir} is missing; {_LAYOUT}")
     pairs = []
     for path in sorted(table_dir.glob("*/*.json")):
         target_id, source_id = path.parent.name, path.stem
         truth = _load(path)
         if not isinstance(truth, dict) or "target_table" not in truth:
             raise DatasetError(f"{path}: expected an object with target_table and source_table")
-        target_html = truth["target_table"]
-        target_caption = truth.get("target_caption", "")
+        target_html = _text(truth["target_table"], path, "target_table")
+        target_caption = _text(truth.get("target_caption"), path, "target_caption")
         target_paper = root / "target_papers" / f"{target_id}.json"
         if target_paper.exists():  # the same table with its <th> cells, when the paper holds it
-            for entry in _load(target_paper).get("list_table_and_caption", []):  # type: ignore[union-attr]
-                if normalise_th(entry.get("table", "")) == target_html:
-                    target_html = entry["table"]
+            for html, _ in _entries(_load(target_paper), target_paper):
+                if normalise_th(html) == target_html:
+                    target_html = html
                     break
-        source_paper = _load(root / "source_papers" / f"{source_id}.json")
-        entries = source_paper.get("list_table_and_caption", []) if isinstance(source_paper, dict) else []
+        source_path = root / "source_papers" / f"{source_id}.json"
         candidates, candidate_html = [], []
-        for number, entry in enumerate(entries, start=1):
+        for html, caption in _entries(_load(source_path), source_path):
             try:
-                candidates.append(
-                    _grid(entry["table"], entry.get("caption", ""), f"{source_id}#table{number}")
-                )
+                candidates.append(_grid(html, caption, f"{source_id}#table{len(candidates) + 1}"))
             except TableError:
                 continue  # figures and empty entries
-            candidate_html.append(entry["table"])
-        gold_html = truth.get("source_table", "") or ""
+            candidate_html.append(html)
+        gold_html = _text(truth.get("source_table"), path, "source_table")
         gold_index = None
         if gold_html:
             matches = [i for i, h in enumerate(candidate_html) if normalise_th(h) == normalise_th(gold_html)]
             gold_index = matches[0] if matches else None
         cells_path = root / "ground_truth" / "cell_match" / target_id / f"{source_id}.json"
-        flat = _load(cells_path) if cells_path.exists() else []
-        gold_cells = frozenset(
-            ((a["rowIndex"], a["colIndex"]), (b["rowIndex"], b["colIndex"]))
-            for a, b in zip(flat[::2], flat[1::2], strict=True)  # type: ignore[index]
-        )
+        gold_cells = _cells(_load(cells_path), cells_path) if cells_path.exists() else frozenset()
+        try:
+            target = _grid(target_html, target_caption, f"{target_id} target")
+        except TableError as exc:
+            raise DatasetError(f"{path}: the target table cannot be read ({exc})") from None
         pairs.append(
             Pair(
                 target_id,
                 source_id,
-                _grid(target_html, target_caption, f"{target_id} target"),
+                target,
                 tuple(candidates),
                 tuple(candidate_html),
                 gold_html,

@@ -1,19 +1,23 @@
 """Documents to grids: every table of an HTML page, a LaTeX source, a Markdown file, a CSV file or
-an arXiVeri paper record, with captions; one entry point, :func:`read_tables`."""
+an arXiVeri paper record, with captions; one entry point, :func:`read_tables`.
+
+Tables are numbered from 1 in the order :func:`read_tables` returns them (the numbers
+``tabverify tables`` prints and ``--table`` takes; grids are named ``SOURCE#tableN``). A document's
+tables expand to at most :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells, spans included.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
 from pathlib import Path
+from typing import Any
 
+from tabverify import files
 from tabverify.errors import TableError
-from tabverify.table.grid import Grid
+from tabverify.table.grid import MAX_GRID_CELLS, CellBudget, Grid, TableSizeError
 from tabverify.table.html import read_html_tables
 from tabverify.table.latex import read_latex_tables
-from tabverify.table.readers import read_text, sniff_delimiter
+from tabverify.table.readers import delimited_rows, header_and_rows, read_text, sniff_delimiter
 
 _MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 DOCUMENT_FORMATS = ("html", "latex", "markdown", "csv", "tsv", "json")
@@ -28,29 +32,35 @@ def _md_cells(line: str) -> list[str]:
     return [c.replace("\\|", "|").strip() for c in re.split(r"(?<!\\)\|", line)]
 
 
-def read_markdown_tables(text: str, source: str = "markdown") -> list[Grid]:
+def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget | None = None) -> list[Grid]:
     """Every pipe table of a Markdown text; rows above the ``|---|`` line are header rows, and a
     line right above the table starting with "Table" is taken as its caption.
 
     Raises:
-        TableError: when no pipe table is found.
+        TableError: when no pipe table is found, or the tables hold more cells than ``budget``
+            (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
     """
+    budget = budget or CellBudget(source)
     lines = text.splitlines()
     grids = []
     i = 0
     while i < len(lines):
         if i + 1 < len(lines) and "|" in lines[i] and _MD_SEPARATOR.match(lines[i + 1]):
+            pending = lines[i].count("|")  # cells are counted before they are split out
+            budget.check(pending)
             header = [_md_cells(lines[i])]
             j = i + 2
             body = []
             while j < len(lines) and "|" in lines[j] and lines[j].strip():
+                pending += lines[j].count("|")
+                budget.check(pending)
                 body.append(_md_cells(lines[j]))
                 j += 1
             caption = ""
             above = [ln.strip() for ln in lines[max(0, i - 2) : i] if ln.strip()]
             if above and re.match(r"^(\*\*)?table\b", above[-1], re.I):
                 caption = above[-1].strip("* ")
-            grids.append(Grid.from_rows(header + body, 1, caption, f"{source}#table{len(grids) + 1}"))
+            grids.append(Grid.from_rows(header + body, 1, caption, f"{source}#table{len(grids) + 1}", budget))
             i = j
         else:
             i += 1
@@ -59,37 +69,81 @@ def read_markdown_tables(text: str, source: str = "markdown") -> list[Grid]:
     return grids
 
 
-def read_delimited(text: str, delimiter: str, source: str = "csv") -> Grid:
-    """A CSV/TSV text as one grid whose first row is the header."""
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)]
-    if not rows:
-        raise TableError(f"{source}: no rows found")
-    return Grid.from_rows(rows, 1, "", source)
+def read_delimited(text: str, delimiter: str, source: str = "csv", budget: CellBudget | None = None) -> Grid:
+    """A CSV/TSV text as one grid whose first line is the header (blank lines skipped).
+
+    Raises:
+        TableError: no rows, a header line without names, a line the CSV reader rejects, or more
+            cells than ``budget`` (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
+    """
+    budget = budget or CellBudget(source)
+    header, rows = header_and_rows(
+        delimited_rows(text, delimiter, source, budget.limit - budget.used), source
+    )
+    return Grid.from_rows([header, *rows], 1, "", source, budget)
 
 
-def read_paper_json(data: object, source: str = "json") -> list[Grid]:
+_PAPER_LAYOUT = '{"list_table_and_caption": [{"table": "<table>...</table>", "caption": "..."}, ...]}'
+
+
+def read_paper_json(data: object, source: str = "json", budget: CellBudget | None = None) -> list[Grid]:
     """The tables of a paper record in the arXiVeri layout:
-    ``{"list_table_and_caption": [{"table": "<table>...", "caption": ...}, ...]}``."""
+    ``{"list_table_and_caption": [{"table": "<table>...", "caption": ...}, ...]}`` (or the list alone).
+
+    Entries whose HTML holds no table (figures) are skipped; ``null`` table or caption values
+    count as empty.
+
+    Raises:
+        TableError: JSON of another shape (an entry that is not an object, a table or caption that
+            is not text), no readable table, or more cells than ``budget`` allows.
+    """
     if isinstance(data, dict) and "list_table_and_caption" in data:
         entries = data["list_table_and_caption"]
-    elif isinstance(data, list) and all(isinstance(e, dict) and "table" in e for e in data):
+    elif isinstance(data, list) and data and all(isinstance(e, dict) and "table" in e for e in data):
         entries = data
     else:
-        raise TableError(
-            f'{source}: JSON is not a paper record; expected {{"list_table_and_caption": [{{"table": '
-            '"<table>...", "caption": "..."}]}'
-        )
-    grids = []
+        raise TableError(f"{source}: JSON is not a paper record; expected {_PAPER_LAYOUT}")
+    if not isinstance(entries, list):
+        raise TableError(f'{source}: "list_table_and_caption" must be a list; expected {_PAPER_LAYOUT}')
+    budget = budget or CellBudget(source)
+    grids: list[Grid] = []
     for number, entry in enumerate(entries, start=1):
-        name = f"{source}#table{number}"
+        if not isinstance(entry, dict):
+            raise TableError(
+                f"{source}: entry {number} of the table list is {_kind(entry)}, expected an object "
+                f'with "table" and "caption"; expected {_PAPER_LAYOUT}'
+            )
+        html, caption = (
+            _text_field(entry, "table", number, source),
+            _text_field(entry, "caption", number, source),
+        )
+        name = f"{source}#table{len(grids) + 1}"
         try:
-            grid = read_html_tables(str(entry.get("table", "")), name)[0]
+            grid = read_html_tables(html, name, budget)[0]
+        except TableSizeError:
+            raise
         except TableError:
             continue  # an empty or figure-only entry: not a table
-        grids.append(Grid(grid.cells, " ".join(str(entry.get("caption", "")).split()), name))
+        grids.append(Grid(grid.cells, " ".join(caption.split()), name))
     if not grids:
         raise TableError(f"{source}: the paper record holds no readable table")
     return grids
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _text_field(entry: dict[str, Any], key: str, number: int, source: str) -> str:
+    value = entry.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TableError(
+            f'{source}: entry {number} of the table list has a "{key}" that is {_kind(value)}, expected text'
+        )
+    return value
 
 
 def detect_format(path: Path, text: str) -> str:
@@ -123,26 +177,24 @@ def read_tables(path: str | Path, fmt: str = "auto") -> list[Grid]:
         fmt: ``auto`` (by extension, then content) or one of ``html, latex, markdown, csv, tsv, json``.
 
     Raises:
-        TableError: the file is missing, empty, not text, or holds no table.
+        TableError: the file is missing, empty, not text, holds no table, is malformed, or its
+            tables expand to more than :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells.
     """
     path = Path(path)
     text = read_text(path)
     if fmt == "auto":
         fmt = detect_format(path, text)
     source = path.name
+    budget = CellBudget(source, MAX_GRID_CELLS)
     if fmt == "html":
-        return read_html_tables(text, source)
+        return read_html_tables(text, source, budget)
     if fmt == "latex":
-        return read_latex_tables(text, source)
+        return read_latex_tables(text, source, budget)
     if fmt == "markdown":
-        return read_markdown_tables(text, source)
+        return read_markdown_tables(text, source, budget)
     if fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else sniff_delimiter(text)
-        return [read_delimited(text, delimiter, source)]
+        return [read_delimited(text, delimiter, source, budget)]
     if fmt == "json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TableError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-        return read_paper_json(data, source)
+        return read_paper_json(files.parse_json(text, str(path), TableError), source, budget)
     raise TableError(f"unknown document format {fmt!r}; use one of auto, {', '.join(DOCUMENT_FORMATS)}")

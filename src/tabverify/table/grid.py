@@ -4,6 +4,11 @@ A :class:`Grid` is what the HTML, LaTeX, Markdown and CSV readers produce. Posit
 is 0-based over every row of the table (header rows too) on the rowspan/colspan-expanded grid: a cell
 with ``colspan=3`` fills three positions, each holding the cell's text and pointing to its origin (the
 top-left position). This is the index convention of the arXiVeri annotations.
+
+Every reader bounds what it builds: one span covers at most :data:`MAX_SPAN` rows or columns, and
+the tables of one document expand to at most :data:`MAX_GRID_CELLS` cells (:class:`CellBudget`),
+so a 130-byte ``\\multicolumn{100000000}`` or a page of ``colspan=1000`` cells is one clear
+:class:`~tabverify.errors.TableError`, not gigabytes of memory.
 """
 
 from __future__ import annotations
@@ -12,8 +17,46 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from tabverify.errors import TableError
 from tabverify.table.model import Table
 from tabverify.table.scientific import Measurement, parse_measurement
+
+MAX_SPAN = 1000
+"""The most rows or columns one cell may span (browsers cap ``colspan`` at 1000 too)."""
+
+MAX_GRID_CELLS = 1_000_000
+"""The most cells the tables of one document may expand to (spans expanded, fillers counted)."""
+
+
+class TableSizeError(TableError):
+    """A document or table is larger than tabverify reads (:data:`MAX_GRID_CELLS` and the like)."""
+
+
+class CellBudget:
+    """The cells the readers of one document may still create; shared by all its tables.
+
+    Readers :meth:`spend` before they build, so a document that would expand past the limit is
+    refused before the memory is taken.
+    """
+
+    def __init__(self, source: str, limit: int = MAX_GRID_CELLS) -> None:
+        self.source = source
+        self.limit = limit
+        self.used = 0
+
+    def spend(self, cells: int) -> None:
+        """Count ``cells`` more cells, raising :class:`TableError` past the limit."""
+        self.used += cells
+        self.check(0)
+
+    def check(self, cells: int) -> None:
+        """Raise :class:`TableError` when ``cells`` more cells would pass the limit (counts nothing)."""
+        if self.used + cells > self.limit:
+            raise TableSizeError(
+                f"{self.source}: its tables expand to more than {self.limit:,} cells once rowspan/colspan "
+                "are spread out, the most tabverify reads from one document; check the spans, or pass "
+                "only the table you need"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +91,20 @@ class Grid:
 
     @classmethod
     def from_rows(
-        cls, rows: Sequence[Sequence[str]], header_rows: int = 1, caption: str = "", name: str = ""
+        cls,
+        rows: Sequence[Sequence[str]],
+        header_rows: int = 1,
+        caption: str = "",
+        name: str = "",
+        budget: CellBudget | None = None,
     ) -> Grid:
-        """A grid from rows of text; the first ``header_rows`` rows are headers; short rows are padded."""
+        """A grid from rows of text; the first ``header_rows`` rows are headers; short rows are padded.
+
+        Raises:
+            TableError: the grid would hold more cells than ``budget`` (default: :data:`MAX_GRID_CELLS`) allows.
+        """
         width = max((len(r) for r in rows), default=0)
+        (budget or CellBudget(name or "table")).spend(len(rows) * width)
         built = []
         for i, row in enumerate(rows):
             built.append(

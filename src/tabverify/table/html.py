@@ -2,18 +2,22 @@
 
 Parsing uses the standard library's tolerant ``html.parser``: it never resolves external entities,
 loads DTDs or fetches anything, and it survives malformed markup (unclosed cells and rows, stray
-tags). Tables nested inside a cell become part of that cell's text.
+tags). Tables nested inside a cell become part of that cell's text. Constructs that can never be
+closed (a ``<`` after the last ``>``, a comment opener after the last ``-->``) are read as text
+before parsing: ``html.parser`` would otherwise rescan the rest of the page for each of them.
+Spans are capped at :data:`~tabverify.table.grid.MAX_SPAN` (as browsers cap ``colspan``) and a page's
+tables at :data:`~tabverify.table.grid.MAX_GRID_CELLS` expanded cells.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from tabverify.errors import TableError
-from tabverify.table.grid import Grid, GridCell
+from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid, GridCell, TableSizeError
 
-MAX_SPAN = 1000  # larger spans are treated as this (HTML caps colspan at 1000 too)
 _SKIP = {"script", "style", "head", "title", "annotation", "annotation-xml"}
 _BREAKS = {"br", "p", "div", "li"}
 
@@ -34,8 +38,10 @@ class _RawTable:
 
 
 class _TableParser(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, source: str = "html") -> None:
         super().__init__(convert_charrefs=True)
+        self.source = source
+        self._parts = 0  # rows and cells read, bounded like the expanded grid
         self.tables: list[_RawTable] = []
         self._stack: list[_RawTable] = []  # open tables (only the outermost is structured)
         self._cell: _RawCell | None = None
@@ -91,6 +97,7 @@ class _TableParser(HTMLParser):
                 rowspan=_span(values.get("rowspan")),
                 colspan=_span(values.get("colspan")),
             )
+            self._count(self._cell.colspan)
             table.rows[-1].append(self._cell)
         elif tag in _BREAKS:
             self._text(" ")
@@ -144,7 +151,17 @@ class _TableParser(HTMLParser):
         elif self._in_figcaption is not None:
             self._in_figcaption.append(data)
 
+    def _count(self, cells: int = 1) -> None:
+        # a cell fills at least its colspan in its first row, so this never exceeds the expanded grid
+        self._parts += cells
+        if self._parts > MAX_GRID_CELLS:
+            raise TableSizeError(
+                f"{self.source}: more than {MAX_GRID_CELLS:,} table rows and cells (colspan expanded), the "
+                "most tabverify reads from one document; check the spans, or pass only the table you need"
+            )
+
     def _new_row(self) -> None:
+        self._count()
         table = self._stack[-1]
         table.rows.append([])
         table.row_is_head.append(self._in_head)
@@ -163,7 +180,7 @@ def _span(value: str | None) -> int:
     return min(number, MAX_SPAN) if number >= 1 else 1
 
 
-def _layout(raw: _RawTable, name: str) -> Grid:
+def _layout(raw: _RawTable, name: str, budget: CellBudget) -> Grid:
     rows = [r for r in raw.rows]
     placed: dict[tuple[int, int], tuple[GridCell, int, int]] = {}
     width = 0
@@ -175,14 +192,15 @@ def _layout(raw: _RawTable, name: str) -> Grid:
             text = "".join(cell.text)
             header = cell.header or raw.row_is_head[i]
             grid_cell = GridCell(text, header, (i, j))
-            for di in range(cell.rowspan):
-                if i + di >= len(rows):
-                    break  # a rowspan past the last row does not add rows
+            # a rowspan past the last row does not add rows
+            budget.spend(min(cell.rowspan, len(rows) - i) * cell.colspan)
+            for di in range(min(cell.rowspan, len(rows) - i)):
                 for dj in range(cell.colspan):
                     placed[(i + di, j + dj)] = (grid_cell, i, j)
             j += cell.colspan
             width = max(width, j)
     width = max([width] + [j + 1 for (_, j) in placed])
+    budget.spend(len(rows) * width - len(placed))  # the fillers that pad short rows
     cells = []
     for i in range(len(rows)):
         line = []
@@ -194,30 +212,60 @@ def _layout(raw: _RawTable, name: str) -> Grid:
     return Grid(tuple(cells), caption, name)
 
 
-def read_html_tables(html: str, source: str = "html") -> list[Grid]:
+def read_html_tables(html: str, source: str = "html", budget: CellBudget | None = None) -> list[Grid]:
     """Every top-level ``<table>`` of an HTML page or fragment, in document order.
 
     Captions come from the table's ``<caption>`` or, failing that, the ``<figcaption>`` of the
-    ``<figure>`` around it (the ar5iv/arXiv HTML layout). Tables without rows are skipped.
+    ``<figure>`` around it (the ar5iv/arXiv HTML layout). Tables without rows are skipped; the
+    others are named ``SOURCE#tableN``, numbered from 1 in the order returned.
 
     Raises:
-        TableError: when the text holds no table with at least one row.
+        TableError: when the text holds no table with at least one row, or its tables expand to
+            more cells than ``budget`` (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
     """
-    parser = _TableParser()
+    parser = _TableParser(source)
     try:
-        parser.feed(html)
+        parser.feed(_defuse(html))
         parser.close()
     except (AssertionError, ValueError) as exc:  # html.parser raises these on some broken markup
         raise TableError(f"{source}: the HTML could not be parsed ({exc}); check that it is HTML") from exc
-    grids = []
-    for number, raw in enumerate(parser.tables, start=1):
+    budget = budget or CellBudget(source)
+    grids: list[Grid] = []
+    for raw in parser.tables:
         if any(raw.rows):
-            grids.append(_layout(raw, f"{source}#table{number}"))
+            grids.append(_layout(raw, f"{source}#table{len(grids) + 1}", budget))
     if not grids:
         raise TableError(f"{source}: no <table> with rows found in the HTML")
     return grids
 
 
-def read_html_table(html: str, source: str = "html") -> Grid:
+def read_html_table(html: str, source: str = "html", budget: CellBudget | None = None) -> Grid:
     """The first table of an HTML fragment (see :func:`read_html_tables`)."""
-    return read_html_tables(html, source)[0]
+    return read_html_tables(html, source, budget)[0]
+
+
+_COMMENT_CLOSE = re.compile(r"--\s*>")
+_SECTION_CLOSE = re.compile(r"]\s*]\s*>")
+
+
+def _after_last(pattern: re.Pattern[str], text: str) -> int:
+    end = 0
+    for match in pattern.finditer(text):
+        end = match.end()
+    return end
+
+
+def _defuse(html: str) -> str:
+    """The page with the ``<`` of constructs that can never be closed written as ``&lt;`` (text, as
+    ``html.parser`` reads them in the end), so that it does not rescan the rest of the page for
+    each of them: tags after the last ``>``, comments after the last ``-->``, ``<![`` sections
+    after the last ``]]>``."""
+    last = html.rfind(">")
+    head, tail = html[: last + 1], html[last + 1 :].replace("<", "&lt;")
+    if "<!--" in head:
+        cut = _after_last(_COMMENT_CLOSE, head)
+        head = head[:cut] + head[cut:].replace("<!--", "&lt;!--")
+    if "<![" in head:
+        cut = _after_last(_SECTION_CLOSE, head)
+        head = head[:cut] + head[cut:].replace("<![", "&lt;![")
+    return head + tail

@@ -4,15 +4,19 @@ Understands ``\\multicolumn`` (colspan), ``\\multirow`` (rowspan, also negative 
 upwards), rules (``\\hline``, ``\\toprule``/``\\midrule``, ``\\cline``, ``\\cmidrule``), comments and
 ``\\caption`` of the surrounding ``table`` float. Cell text keeps its macros (``\\textbf{70.2}``,
 ``45.3\\pm0.2``); :func:`tabverify.table.scientific.parse_measurement` reads through them. Rows above the
-first ``\\midrule`` (or the first rule after some rows) are header rows.
+first ``\\midrule`` (or the first rule after some rows) are header rows. A span larger than
+:data:`~tabverify.table.grid.MAX_SPAN` is an error (LaTeX itself would reject it), and a document's
+tables expand to at most :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells. A tabular nested in
+another's cell is part of that cell, not a table of its own.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from tabverify.errors import TableError
-from tabverify.table.grid import Grid, GridCell
+from tabverify.table.grid import MAX_SPAN, CellBudget, Grid, GridCell
 
 _BEGIN = re.compile(r"\\begin\{(tabular\*?|tabularx|tabulary|longtable|array)\}")
 _RULES = re.compile(
@@ -20,6 +24,10 @@ _RULES = re.compile(
     r"endfoot|endlastfoot|noalign)\b|\\(?:cline|cmidrule|cdashline)(?:\([a-z]*\))?\{[^}]*\}"
 )
 _MULTI = re.compile(r"^\\multi(column|row)\s*")
+_ROW_SPACING = re.compile(r"\[[^\]\n]{0,40}\]")  # the optional [2pt] after \\
+_FLOAT_BEGIN = re.compile(r"\\begin\{(?:table|longtable)")
+_FLOAT_END = re.compile(r"\\end\{table")
+_CAPTION_REACH = 20_000  # how far from its tabular a float's \caption is looked for
 
 
 def _strip_comments(text: str) -> str:
@@ -58,10 +66,9 @@ def _split_top(text: str, separator: str) -> list[str]:
                 parts.append(text[last:i])
                 i += 2
                 # an optional spacing argument after \\ : \\[2pt]
-                j = _skip_space(text, i)
-                if j < len(text) and text[j] == "[":
-                    end = text.find("]", j)
-                    i = end + 1 if end != -1 else i
+                spacing = _ROW_SPACING.match(text, _skip_space(text, i))
+                if spacing:
+                    i = spacing.end()
                 last = i
                 continue
             i += 2
@@ -78,8 +85,12 @@ def _split_top(text: str, separator: str) -> list[str]:
     return parts
 
 
-def _multi(cell: str) -> tuple[str, int, int]:
-    """(text, rowspan, colspan) of a cell, unwrapping ``\\multicolumn``/``\\multirow``."""
+def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
+    """(text, rowspan, colspan) of a cell, unwrapping ``\\multicolumn``/``\\multirow``.
+
+    Raises:
+        TableError: a span larger than :data:`~tabverify.table.grid.MAX_SPAN`.
+    """
     rowspan = colspan = 1
     cell = cell.strip()
     while True:
@@ -106,6 +117,11 @@ def _multi(cell: str) -> tuple[str, int, int]:
             number = int(count.strip())
         except ValueError:
             number = 1
+        if abs(number) > MAX_SPAN:
+            raise TableError(
+                f"{name}: \\multi{m.group(1)}{{{count.strip()}}} spans more than {MAX_SPAN} "
+                f"{m.group(1)}s, the most tabverify accepts; check the count"
+            )
         if m.group(1) == "column":
             colspan = max(1, number)
         else:
@@ -113,8 +129,16 @@ def _multi(cell: str) -> tuple[str, int, int]:
         cell = (content + cell[i:]).strip()
 
 
-def parse_tabular(body: str, caption: str = "", name: str = "latex") -> Grid:
-    """A grid from the body of one ``tabular`` (the text between its column spec and ``\\end``)."""
+def parse_tabular(
+    body: str, caption: str = "", name: str = "latex", budget: CellBudget | None = None
+) -> Grid:
+    """A grid from the body of one ``tabular`` (the text between its column spec and ``\\end``).
+
+    Raises:
+        TableError: no rows, a span beyond :data:`~tabverify.table.grid.MAX_SPAN`, or more cells
+            than ``budget`` (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
+    """
+    budget = budget or CellBudget(name)
     body = _strip_comments(body)
     lines = _split_top(body, "\\\\")
     rows: list[list[tuple[str, int, int]]] = []
@@ -131,12 +155,15 @@ def parse_tabular(body: str, caption: str = "", name: str = "latex") -> Grid:
             rule_seen_after_rows = True
         if not content:
             continue
-        rows.append([_multi(c) for c in _split_top(content, "&")])
+        cells = _split_top(content, "&")
+        budget.spend(len(cells))
+        rows.append([_multi(c, name) for c in cells])
     if not rows:
         raise TableError(f"{name}: the tabular has no rows")
     # LaTeX rows spell out every position (a \\multirow leaves empty cells in the rows it covers),
     # so lay rows out independently, then let each \\multirow fill the empty positions it spans
     width = max(sum(colspan for _, _, colspan in row) for row in rows)
+    budget.spend(len(rows) * width)
     grid: list[list[GridCell]] = []
     spans: list[tuple[int, int, int, int]] = []
     for i, row in enumerate(rows):
@@ -152,6 +179,7 @@ def parse_tabular(body: str, caption: str = "", name: str = "latex") -> Grid:
     for i, j, rowspan, colspan in spans:
         top = i if rowspan > 0 else max(0, i + rowspan + 1)
         bottom = min(len(grid), i + rowspan) if rowspan > 0 else i + 1
+        budget.spend((bottom - top) * colspan)
         source = grid[i][j]
         cell = GridCell(source.text, source.header, (top, j))
         for r in range(top, bottom):
@@ -162,16 +190,23 @@ def parse_tabular(body: str, caption: str = "", name: str = "latex") -> Grid:
     return Grid(tuple(cells), caption, name)
 
 
-def read_latex_tables(tex: str, source: str = "latex") -> list[Grid]:
+def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None = None) -> list[Grid]:
     """Every ``tabular`` (also ``tabular*``, ``tabularx``, ``longtable``) of a LaTeX text, in order,
-    each with the ``\\caption`` of the ``table`` float around it.
+    each with the ``\\caption`` of the ``table`` float around it, named ``SOURCE#tableN`` (from 1).
 
     Raises:
-        TableError: when no tabular is found or one is malformed.
+        TableError: when no tabular is found, one is malformed, or the tables expand to more cells
+            than ``budget`` (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
     """
     tex = _strip_comments(tex)
-    grids = []
-    for number, m in enumerate(_BEGIN.finditer(tex), start=1):
+    budget = budget or CellBudget(source)
+    floats = _Floats(tex)
+    grids: list[Grid] = []
+    done = 0  # the end of the last tabular read: a tabular nested in it is part of its cells
+    for m in _BEGIN.finditer(tex):
+        if m.start() < done:
+            continue
+        number = len(grids) + 1
         env = m.group(1)
         i = m.end()
         try:
@@ -186,25 +221,39 @@ def read_latex_tables(tex: str, source: str = "latex") -> list[Grid]:
         end = tex.find(f"\\end{{{env}}}", i)
         if end == -1:
             raise TableError(f"{source}: table {number}: \\begin{{{env}}} has no \\end{{{env}}}")
+        done = end
         grids.append(
-            parse_tabular(tex[i:end], _caption_around(tex, m.start(), end), f"{source}#table{number}")
+            parse_tabular(tex[i:end], floats.caption(m.start(), end), f"{source}#table{number}", budget)
         )
     if not grids:
         raise TableError(f"{source}: no \\begin{{tabular}} found in the LaTeX")
     return grids
 
 
-def _caption_around(tex: str, start: int, end: int) -> str:
-    float_start = max(tex.rfind("\\begin{table", 0, start), tex.rfind("\\begin{longtable", 0, start + 1))
-    if float_start == -1:
-        return ""
-    float_end = tex.find("\\end{table", end)
-    region = tex[float_start : float_end if float_end != -1 else len(tex)]
-    m = re.search(r"\\caption\*?\s*(?:\[[^\]]*\])?\s*\{", region)
-    if not m:
-        return ""
-    try:
-        text, _ = _group(region, m.end() - 1)
-    except TableError:
-        return ""
-    return " ".join(text.split())
+class _Floats:
+    """Where the ``table`` floats of a text begin and end, found once (finding them again for each
+    of thousands of tabulars would take time growing with the square of the text)."""
+
+    def __init__(self, tex: str) -> None:
+        self.tex = tex
+        self.begins = [m.start() for m in _FLOAT_BEGIN.finditer(tex)]
+        self.ends = [m.start() for m in _FLOAT_END.finditer(tex)]
+
+    def caption(self, start: int, end: int) -> str:
+        """The ``\\caption`` of the float around the tabular at ``start:end``, or ""."""
+        # the last float opened before the tabular (a longtable is its own float)
+        at = bisect.bisect_right(self.begins, start) - 1
+        if at < 0 or start - self.begins[at] > _CAPTION_REACH:
+            return ""
+        float_start = self.begins[at]
+        after = bisect.bisect_left(self.ends, end)
+        float_end = self.ends[after] if after < len(self.ends) else len(self.tex)
+        region = self.tex[float_start : min(float_end, end + _CAPTION_REACH)]
+        m = re.search(r"\\caption\*?\s*(?:\[[^\]]*\])?\s*\{", region)
+        if not m:
+            return ""
+        try:
+            text, _ = _group(region, m.end() - 1)
+        except TableError:
+            return ""
+        return " ".join(text.split())
