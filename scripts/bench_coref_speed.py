@@ -26,7 +26,9 @@ def perturb(documents: list[Document], seed: int = 0) -> list[Document]:
     rng = random.Random(seed)
     result = []
     for doc in documents:
-        entities = [list(e) for e in doc.entities]
+        listed: set[Mention] = set()  # a mention listed in two entities is perturbed once, in the first
+        entities = [[m for m in e if not (m in listed or listed.add(m))] for e in doc.entities]  # type: ignore[func-returns-value]
+        entities = [e for e in entities if e]
         for entity in entities:
             for i, m in enumerate(entity):
                 roll = rng.random()

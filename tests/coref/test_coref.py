@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import random
 from pathlib import Path
 
@@ -18,8 +17,8 @@ from tabverify.coref import (
     score,
     write_json,
 )
+from tabverify.coref.conll import read_conll
 from tabverify.coref.conllu import read_conllu, write_conllu
-from tabverify.coref.formats import read_conll
 from tabverify.errors import TabverifyError
 
 CONLL = """#begin document (doc1); part 000
@@ -43,8 +42,11 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 def test_conll_brackets_concatenated_with_and_without_bars(tmp_path: Path) -> None:
     doc = read_conll(write(tmp_path, "a.conll", CONLL))[0]
     assert doc.doc_id == "(doc1); part 000"
-    spans = sorted(sorted(doc.mention_text(m) for m in e) for e in doc.entities)
-    assert spans == [["He left", "John Smith", "him"], ["John"]]  # "him" of entity 2 repeats a mention
+    spans = [sorted(doc.mention_text(m) for m in e) for e in doc.entities]
+    # entities in the reference scorer's order; "him" is listed in entities 1 and 2, and stays so:
+    # the scorer, not the reader, applies the format's rule for mentions listed twice
+    assert spans == [["John"], ["He left", "John Smith", "him"], ["him"]]
+    assert doc.entity_ids == ("0", "1", "2") and doc.convention == "conll"
 
 
 @pytest.mark.parametrize(
@@ -66,13 +68,14 @@ def test_conll_missing_end(tmp_path: Path) -> None:
         read_conll(write(tmp_path, "x.conll", "#begin document (d);\nd 0 0 a (1)\n"))
 
 
-def test_duplicate_mentions_are_dropped_with_a_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_duplicate_mentions_are_listed_in_the_result_warnings(tmp_path: Path) -> None:
     path = write(tmp_path, "dup.conll", "#begin document (d);\nd 0 0 a (1)(2)\nd 0 1 b (1)\n#end document\n")
-    with caplog.at_level(logging.WARNING):
-        doc = read_conll(path)[0]
-    assert len(doc.mentions) == 2 and "duplicate" in caplog.text
+    doc = read_conll(path)[0]
+    assert [len(e) for e in doc.entities] == [2, 1] and len(doc.mentions) == 2
+    result = score([doc], [doc])
+    assert len(result.warnings) == 2  # one for the key, one for the response
+    assert all("'a' [0,1) is listed in entities 1, 2" in w for w in result.warnings)
+    assert result.to_dict()["warnings"] == list(result.warnings)
 
 
 HEBREW = "ראיתי את ביתו של דוד. הוא גדול."  # "I saw his house (of David). It is big."
@@ -279,7 +282,7 @@ def test_html_alignment_view_shows_pairs_misses_and_spurious() -> None:
     response = [Document("d", text, ((Mention.of(9, 13), Mention.of(0, 5)), (Mention.of(3, 5),)))]
     page = render_alignment(score(key, response, match="overlap"))
     assert 'dir="auto"' in page and "<script" not in page
-    assert "Aligned pairs (2)" in page and "Missed gold mentions (1)" in page
+    assert "Aligned pairs (2, 0 in a wrong entity)" in page and "Missed gold mentions (1)" in page
     assert "Spurious system mentions (1)" in page and "את" in page
     pairs = read_html_tables(page)[0]
-    assert pairs.text(1, 0) == "ראיתי" and {pairs.text(2, 0), pairs.text(2, 2)} == {"ו", "ביתו"}
+    assert pairs.text(1, 0) == "ראיתי" and {pairs.text(2, 0), pairs.text(2, 3)} == {"ו", "ביתו"}

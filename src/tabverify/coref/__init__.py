@@ -3,9 +3,11 @@ scorers on the classic formats."""
 
 from tabverify.coref.align import MATCH_MODES, align_mentions
 from tabverify.coref.document import Document, Mention
-from tabverify.coref.formats import CorefFormatError, read_documents, write_json
+from tabverify.coref.formats import read_documents
+from tabverify.coref.json_format import write_json
 from tabverify.coref.metrics import Counts, Score
 from tabverify.coref.score import CorefResult, score
+from tabverify.coref.source import CorefFormatError
 
 __all__ = [
     "MATCH_MODES", "CorefFormatError", "CorefResult", "Counts", "Document", "Mention", "Score",

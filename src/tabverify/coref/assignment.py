@@ -1,106 +1,161 @@
-"""Maximum-weight one-to-one assignment (the Hungarian method), for CEAF and mention alignment.
+"""Maximum-weight one-to-one matching on a sparse graph, for CEAF and the mention alignments.
 
-A dependency-free O(n^3) implementation of the shortest augmenting path method on a square cost
-matrix; rectangular problems are padded with zeros. Ties resolve to the lowest indices first, so
-the result is deterministic.
+The problem is given by its positive weights only, ``{(row, column): weight}``: a pair without a
+weight can never be chosen, and no matrix is ever built, so memory grows with the pairs, not with
+rows x columns. Rows may stay unmatched (as if each row had a private column of weight 0).
+
+The method is the Hungarian method as successive shortest augmenting paths (Dijkstra on reduced
+costs with node potentials): rows are added one at a time, in index order, and each addition
+augments along the cheapest path, which keeps the matching optimal for the rows added so far.
+Each search only visits what it reaches, so sparse problems with short paths (the usual case) run
+in near-linear time. Ties resolve deterministically: towards keeping earlier rows matched, and to
+the lower column index.
+
+Work is bounded: after ``budget`` edge relaxations the remaining rows are matched greedily (best
+free column first) and the result says it is no longer exact, so a hostile input costs bounded
+time and the caller can say so.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+import heapq
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_BUDGET = 20_000_000
+"""Edge relaxations allowed before the matching falls back to greedy (seconds of work, not minutes)."""
+
+_UNMATCHED = -1  # a row that gave up: no column, now or later
 
 
-def max_weight_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
-    """The pairs (row, column) of a one-to-one assignment maximising the summed weight.
+@dataclass(frozen=True)
+class Matching:
+    """The chosen pairs (row, column), sorted, and whether they are provably optimal."""
 
-    Every row and column appears at most once; pairs with weight 0 that only pad the assignment are
-    included when they are real cells, so callers drop zero-weight pairs if they must.
+    pairs: list[tuple[int, int]]
+    exact: bool = True
+
+
+def max_weight_matching(weights: Mapping[tuple[int, int], float], budget: int = DEFAULT_BUDGET) -> Matching:
+    """A one-to-one matching of rows to columns maximising the summed weight.
+
+    Only pairs with a positive, finite weight are considered (others never help). Every row and
+    every column appears at most once in the result.
     """
-    rows = len(weights)
-    columns = max((len(r) for r in weights), default=0)
-    if rows == 0 or columns == 0:
-        return []
-    n = max(rows, columns)
-    top = max((w for r in weights for w in r), default=0.0)
-    cost = [
-        [top - (weights[i][j] if i < rows and j < len(weights[i]) else 0.0) for j in range(n)]
-        for i in range(n)
-    ]
-    # potentials u (rows), v (columns); p[j] = row matched to column j (1-based, 0 = none)
-    u = [0.0] * (n + 1)
-    v = [0.0] * (n + 1)
-    p = [0] * (n + 1)
-    way = [0] * (n + 1)
-    for i in range(1, n + 1):
-        p[0] = i
-        j0 = 0
-        minv = [float("inf")] * (n + 1)
-        used = [False] * (n + 1)
-        while True:
-            used[j0] = True
-            i0 = p[j0]
-            delta = float("inf")
-            j1 = 0
-            row = cost[i0 - 1]
-            for j in range(1, n + 1):
-                if not used[j]:
-                    current = row[j - 1] - u[i0] - v[j]
-                    if current < minv[j] - 1e-12:
-                        minv[j] = current
-                        way[j] = j0
-                    if minv[j] < delta - 1e-12:
-                        delta = minv[j]
-                        j1 = j
-            for j in range(n + 1):
-                if used[j]:
-                    u[p[j]] += delta
-                    v[j] -= delta
-                else:
-                    minv[j] -= delta
-            j0 = j1
-            if p[j0] == 0:
-                break
-        while True:
-            j1 = way[j0]
-            p[j0] = p[j1]
-            j0 = j1
-            if j0 == 0:
-                break
-    pairs = [(p[j] - 1, j - 1) for j in range(1, n + 1) if p[j] and p[j] - 1 < rows and j - 1 < columns]
-    return sorted(pairs)
-
-
-def sparse_max_weight_assignment(weights: Mapping[tuple[int, int], float]) -> list[tuple[int, int]]:
-    """The same assignment for sparse positive weights ``{(row, column): weight}``: solved on each
-    connected group of rows and columns separately, which keeps large, sparse problems fast (the
-    best assignment never pairs across groups, where every weight is 0)."""
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
-
-    def find(x: tuple[str, int]) -> tuple[str, int]:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    adjacency: dict[int, list[tuple[int, float]]] = {}
     for (i, j), w in weights.items():
-        if w > 0:
-            parent[find(("r", i))] = find(("c", j))
-    groups: dict[tuple[str, int], tuple[set[int], set[int]]] = defaultdict(lambda: (set(), set()))
-    for (i, j), w in weights.items():
-        if w > 0:
-            rows, columns = groups[find(("r", i))]
-            rows.add(i)
-            columns.add(j)
-    pairs = []
-    for rows, columns in groups.values():
-        row_list, column_list = sorted(rows), sorted(columns)
-        if len(row_list) == 1 and len(column_list) == 1:
-            pairs.append((row_list[0], column_list[0]))
-            continue
-        dense = [[weights.get((i, j), 0.0) for j in column_list] for i in row_list]
-        pairs.extend(
-            (row_list[a], column_list[b]) for a, b in max_weight_assignment(dense) if dense[a][b] > 0
-        )
-    return sorted(pairs)
+        if w > 0 and math.isfinite(w):
+            adjacency.setdefault(i, []).append((j, -w))  # costs: the negated weights
+    for edges in adjacency.values():
+        edges.sort()
+    solver = _Solver(adjacency)
+    rows = sorted(adjacency)
+    for position, row in enumerate(rows):
+        if solver.work > budget:
+            solver.greedy(rows[position:])
+            return Matching(solver.pairs(), exact=False)
+        solver.add(row)
+    return Matching(solver.pairs())
+
+
+class _Solver:
+    """The matching so far, with the potentials that certify it optimal.
+
+    The reduced cost of row i -> column j is ``cost + row_pot[i] - col_pot[j] >= 0`` (0 on matched
+    pairs); row i -> its private "stay unmatched" column costs ``row_pot[i] - stay_pot[i] >= 0``.
+    """
+
+    def __init__(self, adjacency: dict[int, list[tuple[int, float]]]) -> None:
+        self.adjacency = adjacency
+        self.row_pot = {i: -min(c for _, c in edges) for i, edges in adjacency.items()}
+        self.col_pot: dict[int, float] = {}
+        self.stay_pot: dict[int, float] = {}
+        self.row_col: dict[int, int] = {}
+        self.col_row: dict[int, int] = {}
+        self.work = 0
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return sorted((i, j) for i, j in self.row_col.items() if j != _UNMATCHED)
+
+    def add(self, start: int) -> None:
+        """Add row ``start`` along the cheapest augmenting path (Dijkstra on reduced costs)."""
+        edges, col_pot = self.adjacency[start], self.col_pot
+        self.work += len(edges)
+        # the common case first: the row's cheapest column is free and beats staying unmatched
+        # (the search below would pop that column first and stop there)
+        d, j = min((cost - col_pot.get(j, 0.0), j) for j, cost in edges)
+        d += self.row_pot[start]
+        if j not in self.col_row and d < self.row_pot[start] - self.stay_pot.get(start, 0.0):
+            self.row_pot[start] -= d
+            self.row_col[start], self.col_row[j] = j, start
+            return
+        self.col_dist: dict[int, float] = {}
+        self.previous: dict[int, int] = {}
+        self.done_cols: dict[int, float] = {}
+        done_rows: dict[int, float] = {start: 0.0}
+        self.heap: list[tuple[float, int]] = []
+        self.best_stay = (math.inf, start)
+        self._visit(start, 0.0)
+        end_col = -1
+        while self.heap:
+            d, j = heapq.heappop(self.heap)
+            if j in self.done_cols or d > self.col_dist[j]:
+                continue
+            if self.best_stay[0] <= d:
+                break
+            self.done_cols[j] = d
+            owner = self.col_row.get(j)
+            if owner is None:
+                end_col = j
+                break
+            done_rows[owner] = d
+            self._visit(owner, d)
+        total = self.done_cols[end_col] if end_col >= 0 else self.best_stay[0]
+        for j, d in self.done_cols.items():
+            col_pot[j] = col_pot.get(j, 0.0) + d - total
+        for i, d in done_rows.items():
+            self.row_pot[i] += d - total
+        if end_col >= 0:
+            self._augment(end_col, start)
+            return
+        row = self.best_stay[1]
+        freed = self.row_col.get(row)
+        self.row_col[row] = _UNMATCHED
+        if row != start and freed is not None:
+            self._augment(freed, start)
+
+    def _visit(self, row: int, dist: float) -> None:
+        stay = dist + self.row_pot[row] - self.stay_pot.get(row, 0.0)
+        if stay < self.best_stay[0]:
+            self.best_stay = (stay, row)
+        base = dist + self.row_pot[row]
+        for j, cost in self.adjacency[row]:
+            if j in self.done_cols:
+                continue
+            self.work += 1
+            d = base + cost - self.col_pot.get(j, 0.0)
+            if d < self.col_dist.get(j, math.inf):
+                self.col_dist[j] = d
+                self.previous[j] = row
+                heapq.heappush(self.heap, (d, j))
+
+    def _augment(self, column: int, start: int) -> None:
+        """Flip the alternating path that ends at the free ``column`` and began at row ``start``."""
+        while True:
+            row = self.previous[column]
+            displaced = self.row_col.get(row)
+            self.row_col[row] = column
+            self.col_row[column] = row
+            if row == start or displaced is None or displaced == _UNMATCHED:
+                return
+            column = displaced
+
+    def greedy(self, rows: list[int]) -> None:
+        """Match each row, in order, to its best free column (the fallback once the budget is spent)."""
+        for row in rows:
+            free = [(cost, j) for j, cost in self.adjacency[row] if j not in self.col_row]
+            if free:
+                _, j = min(free)
+                self.row_col[row] = j
+                self.col_row[j] = row

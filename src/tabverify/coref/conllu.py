@@ -15,14 +15,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabverify.coref.document import Document, Mention
-from tabverify.coref.formats import EMPTY_NODE, CorefFormatError, _dedupe, _read
-from tabverify.text.spans import Span
+from tabverify.coref.document import Document, Mention, WordSequence, text_order
+from tabverify.coref.source import CorefFormatError, read_source
 
-_BRACKET = re.compile(
+EMPTY_NODE = "∅"
+"""How an empty node (a dropped pronoun) appears in the text rebuilt from the tokens."""
+
+BRACKET = re.compile(
     r"\((?P<open>[^()\[\-]+)(?P<part>\[\d+/\d+\])?(?P<attrs>-[^()]*)?(?P<single>\))?"
     r"|(?P<close>[^()\[\-]+)(?P<cpart>\[\d+/\d+\])?\)"
 )
+TOKEN_ID = re.compile(r"^(?:\d+|\d+-\d+|\d+\.\d+)$")
 
 
 @dataclass
@@ -30,64 +33,6 @@ class _Open:
     entity: str
     words: list[int] = field(default_factory=list)
     head: int | None = None
-
-
-@dataclass
-class _DocumentState:
-    doc_id: str
-    fields: list[str]
-    parts: list[str] = field(default_factory=list)
-    words: list[Span] = field(default_factory=list)
-    word_ids: list[str] = field(default_factory=list)
-    empty: list[bool] = field(default_factory=list)
-    deps: dict[int, frozenset[tuple[str, str]]] = field(default_factory=dict)
-    length: int = 0
-    entities: dict[str, list[Mention]] = field(default_factory=dict)
-    open: list[_Open] = field(default_factory=list)
-    pending: dict[str, _Open] = field(default_factory=dict)  # discontinuous mentions being collected
-
-    def add_word(self, form: str, word_id: str, empty: bool, new_sentence: bool) -> int:
-        if self.parts:
-            self.parts.append("\n" if new_sentence else " ")
-            self.length += 1
-        text = EMPTY_NODE if empty and form in ("", "_") else (form or "_")
-        self.parts.append(text)
-        self.words.append(Span(self.length, self.length + len(text)))
-        self.word_ids.append(word_id)
-        self.empty.append(empty)
-        self.length += len(text)
-        return len(self.words) - 1
-
-    def finish(self, opened: _Open) -> None:
-        words = sorted(set(opened.words))
-        head = words[opened.head] if opened.head is not None and 0 <= opened.head < len(words) else words[0]
-        units = tuple(self.words[i] for i in words)
-        kind = "phrase" if len(units) > 1 else "word"
-        zero = self.empty[head]
-        mention = Mention(
-            units,
-            self.words[head],
-            kind,
-            None,
-            zero,
-            self.deps.get(head, frozenset()) if zero else frozenset(),
-        )
-        self.entities.setdefault(opened.entity, []).append(mention)
-
-    def build(self, source: str) -> Document:
-        if self.open or self.pending:
-            names = sorted({o.entity for o in self.open} | set(self.pending))
-            raise CorefFormatError(
-                f"{source}: document {self.doc_id!r} ends with unclosed mention(s) of {', '.join(names)}"
-            )
-        return ConlluDocument(
-            self.doc_id,
-            "".join(self.parts),
-            _dedupe(self.entities.values(), f"{source} {self.doc_id}"),
-            tuple(self.words),
-            tuple(self.word_ids),
-            dict(self.deps),
-        )
 
 
 @dataclass(frozen=True)
@@ -98,17 +43,79 @@ class ConlluDocument(Document):
     deps: dict[int, frozenset[tuple[str, str]]] = field(default_factory=dict, compare=False)
 
 
-def _head_index(attrs: str | None, fields: list[str]) -> int | None:
-    if not attrs:
+@dataclass
+class _DocumentState:
+    doc_id: str
+    fields: list[str]
+    where: str
+    words: WordSequence = field(default_factory=WordSequence)
+    word_ids: list[str] = field(default_factory=list)
+    empty: list[bool] = field(default_factory=list)
+    deps: dict[int, frozenset[tuple[str, str]]] = field(default_factory=dict)
+    entities: dict[str, list[Mention]] = field(default_factory=dict)
+    open: list[_Open] = field(default_factory=list)
+    pending: dict[str, _Open] = field(default_factory=dict)  # discontinuous mentions being collected
+
+    def add_word(self, form: str, word_id: str, empty: bool, new_sentence: bool) -> int:
+        self.word_ids.append(word_id)
+        self.empty.append(empty)
+        return self.words.add(EMPTY_NODE if empty and form in ("", "_") else form, new_sentence)
+
+    def finish(self, opened: _Open, where: str) -> None:
+        words = sorted(set(opened.words))
+        if opened.head is not None and not 0 <= opened.head < len(words):
+            raise CorefFormatError(
+                f"{where}: the head of a mention of {opened.entity} is its word {opened.head + 1}, but the "
+                f"mention has {len(words)} word(s); the head field counts the mention's words from 1"
+            )
+        head = words[opened.head] if opened.head is not None else words[0]
+        units = tuple(self.words.words[i] for i in words)
+        kind = "phrase" if len(units) > 1 else "word"
+        zero = self.empty[head]
+        deps = self.deps.get(head, frozenset()) if zero else frozenset()
+        mention = Mention(units, self.words.words[head], kind, None, zero, deps)
+        self.entities.setdefault(opened.entity, []).append(mention)
+
+    def build(self) -> ConlluDocument:
+        if self.open or self.pending:
+            names = sorted({o.entity for o in self.open} | set(self.pending))
+            raise CorefFormatError(
+                f"{self.where}: document {self.doc_id!r} ends with unclosed mention(s) of {', '.join(names)}"
+            )
+
+        def first(item: tuple[str, list[Mention]]) -> tuple[object, ...]:
+            # udapi's order (the CorefUD scorer's): by the first mention - its first word, then the
+            # longer mention, then its last word - and then by entity id
+            m = min(item[1], key=lambda m: (m.units[0], -len(m.units), m.units[-1]))
+            return (m.units[0], -len(m.units), m.units[-1], item[0])
+
+        entities = sorted(self.entities.items(), key=first)
+        return ConlluDocument(
+            self.doc_id,
+            self.words.text,
+            tuple(tuple(sorted(mentions, key=text_order)) for _, mentions in entities),
+            tuple(self.words.words),
+            "corefud",
+            tuple(name for name, _ in entities),
+            tuple(self.word_ids),
+            dict(self.deps),
+        )
+
+
+def _head_index(attrs: str | None, fields: list[str], where: str) -> int | None:
+    """The 0-based head position given in a bracket's attributes, or None when there is none."""
+    if not attrs or "head" not in fields:
         return None
     values = attrs.split("-")  # attrs starts with '-': values[0] is empty, values[1:] follow fields[1:]
-    try:
-        position = fields.index("head")
-    except ValueError:
+    position = fields.index("head")
+    if position >= len(values) or values[position] in ("", "_"):
         return None
-    if position < len(values) and values[position].strip().isdigit():
-        return int(values[position]) - 1
-    return None
+    value = values[position]
+    if not value.isdigit() or int(value) < 1:
+        raise CorefFormatError(
+            f"{where}: the head of a mention is {value!r}; it must be a word number of the mention, from 1"
+        )
+    return int(value) - 1
 
 
 def _parse_deps(value: str, sentence: int) -> frozenset[tuple[str, str]]:
@@ -125,15 +132,40 @@ def read_conllu(path: str | Path) -> list[Document]:
     """Documents of a CorefUD CoNLL-U file (``# newdoc id =`` starts a document).
 
     Raises:
-        CorefFormatError: a token line without 10 columns, a bracket closing an entity that is not
-            open, or mentions left open at the end of a document.
+        CorefFormatError: a token line without 10 columns, an ID or HEAD that is not a word
+            number, a bracket closing an entity that is not open, a head outside its mention, a
+            document without tokens, or mentions left open at the end of a document.
     """
     path = Path(path)
     documents: list[Document] = []
     fields = ["eid", "etype", "head", "other"]
     state: _DocumentState | None = None
     sentence, new_sentence = 0, False
-    for number, line in enumerate(_read(path).splitlines(), start=1):
+    heads: list[tuple[str, int]] = []  # (HEAD, line) of the current sentence, checked at its end
+    words_in_sentence = 0
+
+    def end_sentence() -> None:
+        nonlocal heads, words_in_sentence
+        for value, number in heads:
+            if int(value) > words_in_sentence:
+                raise CorefFormatError(
+                    f"{path}:{number}: HEAD {value} is not a word of this sentence (it has "
+                    f"{words_in_sentence}); HEAD is 0 or the ID of a word of the same sentence"
+                )
+        heads, words_in_sentence = [], 0
+
+    def end_document() -> None:
+        if state is None:
+            return
+        if not state.words.words:
+            raise CorefFormatError(
+                f"{path}: document {state.doc_id!r} has no tokens; remove its '# newdoc' line or give it "
+                "its sentences"
+            )
+        documents.append(state.build())
+
+    lines = read_source(path).splitlines()
+    for number, line in enumerate(lines, start=1):
         if line.startswith("#"):
             newdoc = re.match(r"^#\s*newdoc(?:\s+id\s*=\s*(.*))?$", line.strip())
             entity_fields = re.match(r"^#\s*global\.Entity\s*=\s*(\S+)", line.strip())
@@ -142,49 +174,57 @@ def read_conllu(path: str | Path) -> list[Document]:
                 if state is not None:
                     state.fields = fields
             if newdoc:
-                if state is not None and state.words:
-                    documents.append(state.build(path.name))
-                state = _DocumentState(
-                    (newdoc.group(1) or f"{path.stem}-{len(documents) + 1}").strip(), fields
-                )
+                end_sentence()
+                end_document()
+                doc_id = (newdoc.group(1) or f"{path.stem}-{len(documents) + 1}").strip()
+                state = _DocumentState(doc_id, fields, str(path))
             continue
         if not line.strip():
-            if state is not None and state.words:
+            end_sentence()
+            if state is not None and state.words.words:
                 sentence += 1
                 new_sentence = True
             continue
         columns = line.split("\t")
+        where = f"{path}:{number}"
         if len(columns) != 10:
-            raise CorefFormatError(f"{path}:{number}: a CoNLL-U token line needs 10 tab-separated columns")
-        token_id = columns[0]
+            raise CorefFormatError(f"{where}: a CoNLL-U token line needs 10 tab-separated columns")
+        token_id, head = columns[0], columns[6]
+        if not TOKEN_ID.match(token_id):
+            raise CorefFormatError(f"{where}: ID {token_id!r} is not a word number (1, 1-2 or 1.1)")
         if "-" in token_id:
             continue  # a multi-word token: its words follow
-        if state is None:
-            state = _DocumentState(path.stem, fields)
         empty = "." in token_id
+        if not empty:
+            words_in_sentence = max(words_in_sentence, int(token_id))
+        if head != "_" and not (head.isascii() and head.isdigit()):
+            raise CorefFormatError(f"{where}: HEAD {head!r} is not a word number; use 0 for the root or _")
+        if head != "_":
+            heads.append((head, number))
+        if state is None:
+            state = _DocumentState(path.stem, fields, str(path))
         index = state.add_word(columns[1], f"{sentence}:{token_id}", empty, new_sentence)
         new_sentence = False
         if empty:
             state.deps[index] = _parse_deps(columns[8], sentence)
         entity = next((item[7:] for item in columns[9].split("|") if item.startswith("Entity=")), "")
-        _apply_brackets(state, entity, index, f"{path}:{number}")
-    if state is not None and state.words:
-        documents.append(state.build(path.name))
+        _apply_brackets(state, entity, index, where)
+    end_sentence()
+    end_document()
     return documents
 
 
 def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -> None:
     closes: list[tuple[str, str | None]] = []
     position = 0
-    for match in _BRACKET.finditer(value):
+    for match in BRACKET.finditer(value):
         if value[position : match.start()].strip():
             raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
         position = match.end()
         if match.group("open"):
             entity, part = match.group("open"), match.group("part")
-            head = _head_index(match.group("attrs"), state.fields)
-            key = entity + (part or "")
-            opened = _Open(key, [], head)
+            head = _head_index(match.group("attrs"), state.fields, where)
+            opened = _Open(entity + (part or ""), [], head)
             state.open.append(opened)
             if match.group("single"):
                 closes.append((entity, part))
@@ -204,7 +244,7 @@ def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -
             raise CorefFormatError(f"{where}: '{key})' closes a mention of {entity} that is not open")
         if part is None:
             opened.entity = entity
-            state.finish(opened)
+            state.finish(opened, where)
             continue
         number, total = (int(x) for x in part.strip("[]").split("/"))
         collected = state.pending.setdefault(entity, _Open(entity, [], opened.head))
@@ -212,7 +252,7 @@ def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -
         if number == 1 and opened.head is not None:
             collected.head = opened.head
         if number == total:
-            state.finish(state.pending.pop(entity))
+            state.finish(state.pending.pop(entity), where)
 
 
 def write_conllu(documents: Iterable[Document], path: str | Path) -> None:

@@ -16,6 +16,20 @@ from tabverify.text.spans import Span
 KINDS = ("word", "subword", "phrase")
 SUBKINDS = ("embedded_pronoun", "clitic")
 
+CONVENTIONS = ("conll", "corefud", "first")
+"""How a mention listed more than once (in two entities, or twice in one) is scored; each reader
+sets the convention of the reference scorer of its format:
+
+- ``conll`` (CoNLL-2012 and KibutzR files; the CoNLL reference scorer, Perl v8.01): the key keeps
+  every copy, the response keeps the first (entities in the order the file opens them), and a
+  mention is looked up in the last key entity that lists it.
+- ``corefud`` (CoNLL-U; the CorefUD scorer v1.2): a copy inside one entity is dropped, copies in
+  different entities are kept on both sides, and a mention is looked up in the last entity that
+  lists it (entities ordered by their first mention, as udapi orders them).
+- ``first`` (JSON; no reference scorer): each side keeps the first entity that lists a mention, so
+  each side is a partition and identical files score 1.
+"""
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Mention:
@@ -62,10 +76,15 @@ class Mention:
     @property
     def length(self) -> int:
         """Characters covered (gaps of discontinuous mentions excluded)."""
-        return sum(len(u) for u in self.units)
+        if len(self.units) == 1:
+            return self.units[0].end - self.units[0].start
+        return sum(u.end - u.start for u in self.units)
 
     def overlap(self, other: Mention) -> int:
         """Characters covered by both mentions."""
+        if len(self.units) == 1 and len(other.units) == 1:  # the usual case, kept fast
+            a, b = self.units[0], other.units[0]
+            return max(0, min(a.end, b.end) - max(a.start, b.start))
         total = 0
         for a in self.units:
             for b in other.units:
@@ -76,6 +95,11 @@ class Mention:
         return "+".join(f"[{u.start},{u.end})" for u in self.units)
 
 
+def text_order(mention: Mention) -> tuple[tuple[int, int], ...]:
+    """A sort key giving mentions' own order (by their units' starts, then ends), computed fast."""
+    return tuple((u.start, u.end) for u in mention.units)
+
+
 @dataclass(frozen=True)
 class Document:
     """A document: its id, text and entities (each a tuple of mentions in text order).
@@ -83,19 +107,29 @@ class Document:
     Attributes:
         doc_id: pairs key and response documents.
         text: the raw text, or for token formats the tokens joined by spaces.
-        entities: the clusters; a singleton entity has one mention.
+        entities: the clusters as the file lists them; a singleton entity has one mention. A mention
+            listed more than once stays listed: ``convention`` says how it is scored.
         words: spans of the words, for token formats (empty for character formats).
+        convention: one of :data:`CONVENTIONS`, set by the reader from the file's format.
+        entity_ids: the entities' names in the file (CoNLL numbers, CoNLL-U eids), parallel to
+            ``entities``; empty when the file has none (then entities are numbered from 1).
     """
 
     doc_id: str
     text: str
     entities: tuple[tuple[Mention, ...], ...]
     words: tuple[Span, ...] = ()
+    convention: str = field(default="first", compare=False)
+    entity_ids: tuple[str, ...] = field(default=(), compare=False)
 
     @cached_property
     def mentions(self) -> tuple[Mention, ...]:
-        """Every mention, in text order."""
-        return tuple(sorted(m for entity in self.entities for m in entity))
+        """Every distinct mention, in text order."""
+        return tuple(sorted({m for entity in self.entities for m in entity}, key=text_order))
+
+    def entity_label(self, index: int) -> str:
+        """The name of entity ``index`` (0-based) in the file, or its 1-based number."""
+        return self.entity_ids[index] if index < len(self.entity_ids) else str(index + 1)
 
     def rebased(self, text: str, words_by_id: dict[str, Span], words: tuple[Span, ...]) -> Document:
         """This document on another word inventory (``words_by_id`` maps each of its word ids to the
@@ -109,7 +143,8 @@ class Document:
             head = target[index[m.head]] if m.head is not None else None
             return Mention(units, head, m.kind, m.subkind, m.zero, m.deps)
 
-        return Document(self.doc_id, text, tuple(tuple(move(m) for m in e) for e in self.entities), words)
+        entities = tuple(tuple(move(m) for m in e) for e in self.entities)
+        return Document(self.doc_id, text, entities, words, self.convention, self.entity_ids)
 
     def mention_text(self, mention: Mention) -> str:
         """The text of a mention; the pieces of a discontinuous mention are joined by " … "."""
@@ -120,6 +155,32 @@ class Document:
             else:
                 pieces[-1] = Span(pieces[-1].start, unit.end)
         return " … ".join(p.of(self.text) for p in pieces)
+
+
+@dataclass
+class WordSequence:
+    """The text of a token document as it is read: words joined by a space, sentences by a newline;
+    each word's span is kept (the one builder of the CoNLL-2012 and CoNLL-U readers)."""
+
+    parts: list[str] = field(default_factory=list)
+    words: list[Span] = field(default_factory=list)
+    length: int = 0
+
+    def add(self, form: str, new_sentence: bool = False) -> int:
+        """Append a word (an empty form is written ``_``); returns its index."""
+        if self.parts:
+            self.parts.append("\n" if new_sentence else " ")
+            self.length += 1
+        form = form or "_"
+        self.parts.append(form)
+        self.words.append(Span(self.length, self.length + len(form)))
+        self.length += len(form)
+        return len(self.words) - 1
+
+    @property
+    def text(self) -> str:
+        """The text so far."""
+        return "".join(self.parts)
 
 
 def _order(word_id: str) -> tuple[float, ...]:

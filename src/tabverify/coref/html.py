@@ -1,15 +1,27 @@
 """An HTML alignment view for error analysis: each document's text twice (gold, system) with its
-mentions bracketed in one colour per gold entity, then the aligned pairs, the misses and the
-spurious mentions. Text direction follows the text (``dir="auto"``), so Hebrew reads right to left.
-The page is self-contained: no scripts, nothing loaded.
+mentions bracketed, then the aligned pairs, the misses and the spurious mentions.
+
+Gold brackets carry their gold entity's colour and name (``G`` + the name in the file). System
+brackets carry their OWN entity's name (``S`` + the name) and the colour of the gold entity that
+system entity stands for: the gold entity most of its aligned mentions belong to (ties to the
+lower gold entity). An aligned system mention whose entity stands for another gold entity than its
+partner's - a system that puts "ביתו" in the wrong entity - is marked as a wrong link, in the text
+and in the pairs table, so a wrong clustering never looks right on the page.
+
+Every piece of user text (document ids, texts, entity names, options, warnings) is escaped. Text
+direction follows the text (``dir="auto"``), so Hebrew reads right to left. The page is
+self-contained: no scripts, nothing loaded.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 
-from tabverify.coref.document import Document, Mention
-from tabverify.coref.score import CorefResult
+from tabverify.coref.document import Document, Mention, text_order
+from tabverify.coref.score import CorefResult, DocumentAlignment
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -17,87 +29,149 @@ body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
         padding: 0.6em; font-size: 1.05em; }
 .b { font-weight: 700; } sub { font-size: 0.65em; }
 .lost { background: #fdd; } .extra { background: #ffe9b3; }
+.wrong { outline: 2px solid #c00; background: #fcc; }
+tr.wrong td { background: #fdd; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: start; unicode-bidi: plaintext; }
 h2 { border-top: 1px solid #ccc; padding-top: 0.8em; }
 """
+
+_NEUTRAL = "#555"  # a system entity that stands for no gold entity
 
 
 def _colour(index: int) -> str:
     return f"hsl({(index * 137.508) % 360:.0f}, 65%, 38%)"
 
 
-def _marked(doc: Document, entity_of: dict[Mention, int], css: dict[Mention, str]) -> str:
-    """The text with every mention bracketed; brackets carry the entity's colour and number."""
+def _entity_of(entities: Sequence[Sequence[Mention]]) -> dict[Mention, int]:
+    """Each mention's entity: the last one listing it, as the metrics look it up."""
+    return {m: i for i, entity in enumerate(entities) for m in entity}
+
+
+@dataclass(frozen=True)
+class _Bracket:
+    """How one mention is drawn: colour, label (subscript), CSS class and hover title."""
+
+    colour: str
+    label: str
+    css: str = ""
+
+
+def _marked(doc: Document, brackets: Mapping[Mention, _Bracket]) -> str:
+    """The text with every mention bracketed; brackets carry their colour and label."""
     opens: dict[int, list[Mention]] = {}
     closes: dict[int, list[Mention]] = {}
-    for mention in entity_of:
+    for mention in brackets:
         opens.setdefault(mention.start, []).append(mention)
         closes.setdefault(mention.end, []).append(mention)
     out = []
     for i in range(len(doc.text) + 1):
         for m in sorted(closes.get(i, []), key=lambda m: m.start, reverse=True):
-            colour = _colour(entity_of[m])
-            out.append(f'<span class="b" style="color:{colour}">]<sub>{entity_of[m] + 1}</sub></span>')
+            b = brackets[m]
+            out.append(
+                f'<span class="b {b.css}" style="color:{b.colour}">]<sub>{escape(b.label)}</sub></span>'
+            )
         for m in sorted(opens.get(i, []), key=lambda m: -m.end):
-            colour = _colour(entity_of[m])
-            title = escape(f"{doc.mention_text(m)} {m} {m.kind}{'/' + m.subkind if m.subkind else ''}")
-            out.append(f'<span class="b {css.get(m, "")}" style="color:{colour}" title="{title}">[</span>')
+            b = brackets[m]
+            title = f"{b.label}: {doc.mention_text(m)} {m} {m.kind}{'/' + m.subkind if m.subkind else ''}"
+            out.append(
+                f'<span class="b {b.css}" style="color:{b.colour}" title="{escape(title)}">[</span>'
+            )
         if i < len(doc.text):
             out.append(escape(doc.text[i]))
     return "".join(out)
 
 
+def system_stands_for(scored: DocumentAlignment) -> dict[int, int]:
+    """System entity -> the gold entity it stands for: the one most of its aligned mentions belong
+    to (ties to the lower gold entity); system entities without aligned mentions are absent."""
+    gold_of = _entity_of(scored.key_entities)
+    stands_for = {}
+    for j, entity in enumerate(scored.response_entities):
+        votes = Counter(gold_of[scored.alignment[m]] for m in entity if m in scored.alignment)
+        if votes:
+            stands_for[j] = min(votes, key=lambda g: (-votes[g], g))
+    return stands_for
+
+
+def wrong_links(scored: DocumentAlignment) -> set[Mention]:
+    """Aligned system mentions whose system entity stands for another gold entity than their
+    partner's (:func:`system_stands_for`)."""
+    gold_of, system_of = _entity_of(scored.key_entities), _entity_of(scored.response_entities)
+    stands_for = system_stands_for(scored)
+    return {s for s, k in scored.alignment.items() if stands_for.get(system_of[s]) != gold_of[k]}
+
+
+def _section(scored: DocumentAlignment) -> str:
+    key, response, alignment = scored.key, scored.response, scored.alignment
+    key_mentions = list(dict.fromkeys(m for e in scored.key_entities for m in e))
+    response_mentions = list(dict.fromkeys(m for e in scored.response_entities for m in e))
+    gold_of, system_of = _entity_of(scored.key_entities), _entity_of(scored.response_entities)
+    stands_for, wrong = system_stands_for(scored), wrong_links(scored)
+
+    def gold(i: int) -> str:
+        return "G" + key.entity_label(i)
+
+    def system(j: int) -> str:
+        return "S" + response.entity_label(j)
+
+    found = set(alignment.values())
+    misses = [m for m in key_mentions if m not in found]
+    spurious = [m for m in response_mentions if m not in alignment]
+    gold_brackets = {
+        m: _Bracket(_colour(gold_of[m]), gold(gold_of[m]), "lost" if m not in found else "") for m in key_mentions
+    }
+    system_brackets = {}
+    for m in response_mentions:
+        j = system_of[m]
+        colour = _colour(stands_for[j]) if j in stands_for else _NEUTRAL
+        css = "wrong" if m in wrong else "extra" if m not in alignment else ""
+        label = system(j) + (f"≈{gold(stands_for[j])}" if j in stands_for else "")
+        system_brackets[m] = _Bracket(colour, label, css)
+    rows = []
+    for s, k in sorted(alignment.items(), key=lambda item: text_order(item[1])):
+        j = system_of[s]
+        verdict = "wrong link" if s in wrong else "agrees"
+        rows.append(
+            f'<tr class="{"wrong" if s in wrong else "ok"}"><td>{escape(key.mention_text(k))}</td>'
+            f"<td>{escape(str(k))}</td><td>{escape(gold(gold_of[k]))}</td>"
+            f"<td>{escape(response.mention_text(s))}</td><td>{escape(str(s))}</td>"
+            f"<td>{escape(system(j))}</td><td>{escape(gold(stands_for[j]) if j in stands_for else '-')}</td>"
+            f"<td>{verdict}</td></tr>"
+        )
+    lost = "".join(f"<li>{escape(key.mention_text(m))} {escape(str(m))}</li>" for m in misses) or "<li>none</li>"
+    extra = (
+        "".join(f"<li>{escape(response.mention_text(m))} {escape(str(m))}</li>" for m in spurious)
+        or "<li>none</li>"
+    )
+    return (
+        f"<h2>{escape(key.doc_id)}</h2>"
+        f'<h3>Gold</h3><div class="text gold" dir="auto">{_marked(key, gold_brackets)}</div>'
+        f'<h3>System</h3><div class="text system" dir="auto">{_marked(response, system_brackets)}</div>'
+        f"<h3>Aligned pairs ({len(alignment)}, {len(wrong)} in a wrong entity)</h3>"
+        '<table class="pairs"><tr><th>gold</th><th>span</th><th>gold entity</th><th>system</th><th>span</th>'
+        f"<th>system entity</th><th>stands for</th><th>link</th></tr>{''.join(rows)}</table>"
+        f'<h3>Missed gold mentions ({len(misses)})</h3><ul dir="auto">{lost}</ul>'
+        f'<h3>Spurious system mentions ({len(spurious)})</h3><ul dir="auto">{extra}</ul>'
+    )
+
+
 def render_alignment(result: CorefResult) -> str:
     """The HTML page for a scored response: one section per document pair, drawn from the
     alignment the scores were computed with."""
-    sections = []
-    for scored in result.alignments:
-        key, response, alignment = scored.key, scored.response, scored.alignment
-        key_entities, response_entities = scored.key_entities, scored.response_entities
-        key_mentions = [m for e in key_entities for m in e]
-        response_mentions = [m for e in response_entities for m in e]
-        gold_of = {m: i for i, e in enumerate(key_entities) for m in e}
-        # a system mention takes its gold partner's colour; unaligned ones get colours after gold's
-        system_of: dict[Mention, int] = {}
-        for j, entity in enumerate(response_entities):
-            for m in entity:
-                system_of[m] = gold_of[alignment[m]] if m in alignment else len(key_entities) + j
-        found = set(alignment.values())
-        misses = [m for m in key_mentions if m not in found]
-        spurious = [m for m in response_mentions if m not in alignment]
-        rows = "".join(
-            f"<tr><td>{escape(key.mention_text(k))}</td><td>{escape(str(k))}</td>"
-            f"<td>{escape(response.mention_text(s))}</td><td>{escape(str(s))}</td><td>{gold_of[k] + 1}</td></tr>"
-            for s, k in sorted(alignment.items(), key=lambda item: item[1])
-        )
-        lost = (
-            "".join(f"<li>{escape(key.mention_text(m))} {escape(str(m))}</li>" for m in misses)
-            or "<li>none</li>"
-        )
-        extra = (
-            "".join(f"<li>{escape(response.mention_text(m))} {escape(str(m))}</li>" for m in spurious)
-            or "<li>none</li>"
-        )
-        sections.append(
-            f"<h2>{escape(key.doc_id)}</h2>"
-            f'<h3>Gold</h3><div class="text" dir="auto">{_marked(key, gold_of, dict.fromkeys(misses, "lost"))}</div>'
-            f'<h3>System</h3><div class="text" dir="auto">'
-            f"{_marked(response, system_of, dict.fromkeys(spurious, 'extra'))}</div>"
-            f"<h3>Aligned pairs ({len(alignment)})</h3><table><tr><th>gold</th><th>span</th><th>system</th>"
-            f"<th>span</th><th>entity</th></tr>{rows}</table>"
-            f'<h3>Missed gold mentions ({len(misses)})</h3><ul dir="auto">{lost}</ul>'
-            f'<h3>Spurious system mentions ({len(spurious)})</h3><ul dir="auto">{extra}</ul>'
-        )
+    sections = "".join(_section(scored) for scored in result.alignments)
     notes = "".join(f"<li>{escape(w)}</li>" for w in result.warnings)
     options = "; ".join(f"{k}: {v}" for k, v in result.options.items() if v is not None)
     legend = (
-        f"<p>{escape(options)}. Brackets carry the gold entity's colour and number; "
-        "a system mention aligned to a gold mention takes its colour. "
-        '<span class="lost">[</span> marks a missed gold mention, <span class="extra">[</span> a spurious one.</p>'
+        f"<p>{escape(options)}.</p><p>Gold brackets carry their entity's colour and name (G…). "
+        "System brackets carry their own entity's name (S…) and, after ≈, the gold entity it stands "
+        "for (the one most of its aligned mentions belong to), in that entity's colour; grey when it "
+        'stands for none. <span class="wrong">[</span> marks a system mention in a wrong entity (its '
+        'entity stands for another gold entity than its partner\'s), <span class="lost">[</span> a '
+        'missed gold mention, <span class="extra">[</span> a spurious one.</p>'
     )
     return (
         '<!DOCTYPE html>\n<html lang="und" dir="auto"><head><meta charset="utf-8"><title>tabverify coref alignment'
         f"</title><style>{_STYLE}</style></head><body><h1>Coreference alignment</h1>{legend}"
-        f"{'<ul>' + notes + '</ul>' if notes else ''}{''.join(sections)}</body></html>\n"
+        f"{'<ul class=warnings>' + notes + '</ul>' if notes else ''}{sections}</body></html>\n"
     )

@@ -12,18 +12,33 @@ are 0 when a denominator is 0. Definitions follow the CoNLL reference scorer and
 - BLANC (Recasens & Hovy 2011; Luo et al. 2014 for system mentions): coreference and
   non-coreference links, averaged; see :func:`blanc_score` for the degenerate cases.
 - LEA (Moosavi & Strube 2016): link-based, entity-aware; a singleton counts as a self-link.
+
+An id may sit in more than one cluster (a mention listed twice; see
+:mod:`tabverify.coref.duplicates`). Then, as in both reference scorers, a mention is looked up in
+the LAST cluster that lists it, every copy counts in the sizes, and CEAF counts a copy as shared
+with every cluster that lists it. Where the two scorers count such copies differently, the
+``convention`` argument chooses: ``conll`` follows the CoNLL reference scorer (Perl v8.01: MUC's
+correct links counted on the response side for both recall and precision, B3 as its loop over
+response mentions, BLANC over sets of links), anything else follows the CorefUD scorer (v1.2). On
+clusters without repeats both are the textbook definitions and agree.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from tabverify.coref.assignment import max_weight_assignment, sparse_max_weight_assignment
-from tabverify.coref.document import Mention
+from tabverify.coref.align import candidate_pairs
+from tabverify.coref.assignment import max_weight_matching
+from tabverify.coref.document import Mention, text_order
+from tabverify.errors import TabverifyError
 
 Cluster = Sequence[Hashable]
 Clusters = Sequence[Cluster]
+
+MAX_REPEAT_WORK = 5_000_000
+"""Pairs the CoNLL BLANC may list to count links of mentions in several key entities."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +88,22 @@ class Score:
         return {"recall": self.recall, "precision": self.precision, "f1": self.f1}
 
 
-def _index(clusters: Clusters) -> dict[Hashable, int]:
+def _last(clusters: Clusters) -> dict[Hashable, int]:
+    """Each id's cluster: the last one that lists it."""
     return {m: i for i, cluster in enumerate(clusters) for m in cluster}
+
+
+def _every(clusters: Clusters) -> dict[Hashable, list[int]]:
+    """Each id's clusters: every one that lists it, once each, in order."""
+    where: dict[Hashable, list[int]] = {}
+    for i, cluster in enumerate(clusters):
+        for m in dict.fromkeys(cluster):
+            where.setdefault(m, []).append(i)
+    return where
+
+
+def _pairs(n: int) -> int:
+    return n * (n - 1) // 2
 
 
 def _muc_side(clusters: Clusters, other: dict[Hashable, int]) -> tuple[float, float]:
@@ -89,63 +118,78 @@ def _muc_side(clusters: Clusters, other: dict[Hashable, int]) -> tuple[float, fl
     return num, den
 
 
-def muc(key: Clusters, response: Clusters) -> Counts:
-    """MUC counts."""
-    rn, rd = _muc_side(key, _index(response))
-    pn, pd = _muc_side(response, _index(key))
-    return Counts(rn, rd, pn, pd)
+def muc(key: Clusters, response: Clusters, convention: str = "corefud") -> Counts:
+    """MUC counts (``conll``: the correct links are counted on the response side, for both)."""
+    rn, rd = _muc_side(key, _last(response))
+    pn, pd = _muc_side(response, _last(key))
+    return Counts(pn if convention == "conll" else rn, rd, pn, pd)
 
 
 def _b_cubed_side(clusters: Clusters, other_clusters: Clusters) -> tuple[float, float]:
-    other = _index(other_clusters)
+    other = _last(other_clusters)
     num = den = 0.0
     for cluster in clusters:
-        counts: dict[int, int] = {}
-        for m in cluster:
-            if m in other:
-                counts[other[m]] = counts.get(other[m], 0) + 1
+        counts = Counter(other[m] for m in cluster if m in other)
         num += sum(c * c for c in counts.values()) / len(cluster) if cluster else 0.0
         den += len(cluster)
     return num, den
 
 
-def b_cubed(key: Clusters, response: Clusters) -> Counts:
-    """B-cubed counts."""
+def b_cubed(key: Clusters, response: Clusters, convention: str = "corefud") -> Counts:
+    """B-cubed counts (``conll``: the CoNLL reference scorer's loop over response mentions)."""
+    if convention == "conll":
+        return _b_cubed_conll(key, response)
     rn, rd = _b_cubed_side(key, response)
     pn, pd = _b_cubed_side(response, key)
     return Counts(rn, rd, pn, pd)
 
 
+def _b_cubed_conll(key: Clusters, response: Clusters) -> Counts:
+    """The reference scorer's B3: for each response mention m in R with key entity K (the last one
+    listing m), c = |{r in R listed in K}|; precision adds c/|R|, recall adds c/|K|."""
+    last, every = _last(key), _every(key)
+    rn = pn = 0.0
+    for cluster in response:
+        listed_in = Counter(k for m in cluster for k in every.get(m, ()))
+        for m in cluster:
+            if m in last:
+                common = listed_in[last[m]]
+                pn += common / len(cluster)
+                rn += common / len(key[last[m]])
+    return Counts(rn, sum(len(c) for c in key), pn, sum(len(c) for c in response))
+
+
 def _ceaf(key: Clusters, response: Clusters, entity_based: bool) -> Counts:
-    response_of = _index(response)
+    where = _every(response)
     weights: dict[tuple[int, int], float] = {}
-    response_sizes = [len(set(c)) for c in response]
     for i, cluster in enumerate(key):
-        members = set(cluster)
-        common: dict[int, int] = {}
-        for m in members:
-            if m in response_of:
-                common[response_of[m]] = common.get(response_of[m], 0) + 1
+        common = Counter(j for m in cluster for j in where.get(m, ()))  # every copy in K found in R
         for j, n in common.items():
-            weights[(i, j)] = 2 * n / (len(members) + response_sizes[j]) if entity_based else float(n)
-    similarity = sum(weights[pair] for pair in sparse_max_weight_assignment(weights))
+            weights[(i, j)] = 2 * n / (len(cluster) + len(response[j])) if entity_based else float(n)
+    matching = max_weight_matching(weights)
+    if not matching.exact:
+        raise TabverifyError(
+            f"CEAF: aligning {len(key)} key and {len(response)} response entities ran out of its work "
+            "budget; the entities are too entangled to score exactly"
+        )
+    similarity = sum(weights[pair] for pair in matching.pairs)
     if entity_based:
         return Counts(similarity, len(key), similarity, len(response))
     return Counts(similarity, sum(len(c) for c in key), similarity, sum(len(c) for c in response))
 
 
-def ceafm(key: Clusters, response: Clusters) -> Counts:
+def ceafm(key: Clusters, response: Clusters, convention: str = "corefud") -> Counts:
     """CEAF with the mention-based similarity phi3 (divided by mention counts)."""
     return _ceaf(key, response, entity_based=False)
 
 
-def ceafe(key: Clusters, response: Clusters) -> Counts:
+def ceafe(key: Clusters, response: Clusters, convention: str = "corefud") -> Counts:
     """CEAF with the entity-based similarity phi4 (divided by entity counts)."""
     return _ceaf(key, response, entity_based=True)
 
 
 def _lea_side(clusters: Clusters, other_clusters: Clusters) -> tuple[float, float]:
-    other = _index(other_clusters)
+    other = _last(other_clusters)
     num = den = 0.0
     for cluster in clusters:
         size = len(cluster)
@@ -153,56 +197,102 @@ def _lea_side(clusters: Clusters, other_clusters: Clusters) -> tuple[float, floa
             continue
         if size == 1:
             m = cluster[0]
-            resolved = 1.0 if m in other and len(other_clusters[other[m]]) == 1 else 0.0
-            num += resolved
+            num += 1.0 if m in other and len(other_clusters[other[m]]) == 1 else 0.0
         else:
-            counts: dict[int, int] = {}
-            for m in cluster:
-                if m in other:
-                    counts[other[m]] = counts.get(other[m], 0) + 1
+            counts = Counter(other[m] for m in cluster if m in other)
             common = sum(c * (c - 1) / 2 for c in counts.values())
             num += size * common / (size * (size - 1) / 2)
         den += size
     return num, den
 
 
-def lea(key: Clusters, response: Clusters) -> Counts:
+def lea(key: Clusters, response: Clusters, convention: str = "corefud") -> Counts:
     """LEA counts (importance = entity size; singletons resolved when alone in both)."""
     rn, rd = _lea_side(key, response)
     pn, pd = _lea_side(response, key)
     return Counts(rn, rd, pn, pd)
 
 
-def _pairs(n: int) -> int:
-    return n * (n - 1) // 2
-
-
-def blanc(key: Clusters, response: Clusters) -> tuple[Counts, Counts]:
+def blanc(key: Clusters, response: Clusters, convention: str = "corefud") -> tuple[Counts, Counts]:
     """BLANC counts: (coreference links, non-coreference links), each side's links taken among its
     own mentions (Luo et al. 2014), so twinless mentions need no rewriting of the input.
 
-    Computed from entity overlaps, not by listing links, so it is linear in the mentions.
+    The CorefUD scorer counts links between mention copies (a copy in key entity K and one in K'
+    make a non-coreference link unless both are found in one response entity); the CoNLL reference
+    scorer (``conll``) counts sets of links between ids. Both are computed from entity overlaps,
+    not by listing links, so they are linear in the mentions.
     """
-    key_of, response_of = _index(key), _index(response)
-    common = key_of.keys() & response_of.keys()
-    overlap: dict[tuple[int, int], int] = {}
-    in_key: dict[int, int] = {}
-    in_response: dict[int, int] = {}
-    for m in common:
-        k, r = key_of[m], response_of[m]
-        overlap[(k, r)] = overlap.get((k, r), 0) + 1
-        in_key[k] = in_key.get(k, 0) + 1
-        in_response[r] = in_response.get(r, 0) + 1
-    key_links = sum(_pairs(len(set(c))) for c in key)
-    response_links = sum(_pairs(len(set(c))) for c in response)
-    both = sum(_pairs(n) for n in overlap.values())
-    key_non = _pairs(len(key_of)) - key_links
-    response_non = _pairs(len(response_of)) - response_links
+    if convention == "conll":
+        return _blanc_conll(key, response)
+    response_of = _last(response)
+    found: Counter[tuple[int, int]] = Counter()  # (key entity, response entity) -> copies
+    for i, cluster in enumerate(key):
+        for m in cluster:
+            if m in response_of:
+                found[(i, response_of[m])] += 1
+    per_key: Counter[int] = Counter()
+    per_response: Counter[int] = Counter()
+    for (i, j), n in found.items():
+        per_key[i] += n
+        per_response[j] += n
+    both = sum(_pairs(n) for n in found.values())
+    key_links = sum(_pairs(len(c)) for c in key)
+    response_links = sum(_pairs(len(c)) for c in response)
+    key_non = _pairs(sum(len(c) for c in key)) - key_links
+    response_non = _pairs(sum(len(c) for c in response)) - response_links
     both_non = (
-        _pairs(len(common)) - sum(_pairs(n) for n in in_key.values()) - sum(_pairs(n) for n in in_response.values())
-        + both
+        _pairs(sum(found.values())) - sum(_pairs(n) for n in per_key.values())
+        - sum(_pairs(n) for n in per_response.values()) + both
     )  # fmt: skip
     return Counts(both, key_links, both, response_links), Counts(both_non, key_non, both_non, response_non)
+
+
+def _blanc_conll(key: Clusters, response: Clusters) -> tuple[Counts, Counts]:
+    """The CoNLL reference scorer's BLANC: sets of id pairs. A key link {a, b} is a coreference
+    link when a and b share a key entity (a = b when a is listed twice in one), a non-coreference
+    link when they sit in two different key entities (a = b when a is in two); the response
+    lists each id once. Pairs of ids that are each in one key entity are counted in closed form;
+    pairs that involve an id in several key entities are listed (see :data:`MAX_REPEAT_WORK`)."""
+    every = _every(key)
+    single = {m: e[0] for m, e in every.items() if len(e) == 1}
+    several = [m for m, e in every.items() if len(e) > 1]
+    repeated = len({m for c in key for m, n in Counter(c).items() if n > 1})  # {a, a} coreference links
+    response_of = _last(response)
+    work = sum(len(key[e]) for m in several for e in every[m])
+    if work > MAX_REPEAT_WORK:
+        raise TabverifyError(
+            f"BLANC: {len(several)} mentions are listed in several key entities, too many to count links "
+            "as the CoNLL reference scorer does; list each mention in one entity"
+        )
+    shared: set[frozenset[Hashable]] = set()  # pairs {a, b}, a != b, sharing a key entity, a in several
+    for m in several:
+        for e in every[m]:
+            shared.update(frozenset((m, x)) for x in key[e] if x != m)
+    by_entity = Counter(single.values())
+    key_coref = sum(_pairs(n) for n in by_entity.values()) + len(shared) + repeated
+
+    def together(pair: frozenset[Hashable]) -> bool:
+        a, b = pair
+        return a in response_of and b in response_of and response_of[a] == response_of[b]
+
+    both_coref = sum(
+        _pairs(n)
+        for n in Counter((e, response_of[m]) for m, e in single.items() if m in response_of).values()
+    ) + sum(1 for pair in shared if together(pair))
+    response_coref = sum(_pairs(len(c)) for c in response)
+    key_non = _pairs(len(every)) - sum(_pairs(n) for n in by_entity.values()) + len(several)
+    response_non = _pairs(sum(len(c) for c in response)) - response_coref
+    common = [m for m in every if m in response_of]
+    alone = Counter(single[m] for m in common if m in single)  # common ids in one key entity only
+    alone_by_response = Counter((single[m], response_of[m]) for m in common if m in single)
+    both_non = (
+        _pairs(len(common)) - sum(_pairs(n) for n in Counter(response_of[m] for m in common).values())
+        - sum(_pairs(n) for n in alone.values()) + sum(_pairs(n) for n in alone_by_response.values())
+    )  # fmt: skip
+    return (
+        Counts(both_coref, key_coref, both_coref, response_coref),
+        Counts(both_non, key_non, both_non, response_non),
+    )
 
 
 def blanc_score(coreference: Counts, non_coreference: Counts, variant: str = "conll") -> Score:
@@ -228,35 +318,31 @@ def blanc_score(coreference: Counts, non_coreference: Counts, variant: str = "co
     )
 
 
-def mention_overlap(key: Sequence[Mention], response: Sequence[Mention], words: bool = True) -> Counts:
-    """The mention overlap ratio (MOR, CRAC 2022): mentions grouped into runs of overlapping spans,
-    paired within each run to maximise the shared size; shared size over key size (recall) and
-    over response size (precision). Size counts words for token documents, else characters."""
+def mention_overlap(
+    key: Sequence[Mention], response: Sequence[Mention], words: bool = True, notes: list[str] | None = None
+) -> Counts:
+    """The mention overlap ratio (MOR, CRAC 2022): key and response mentions paired one-to-one to
+    maximise the shared size (only overlapping mentions share anything, so the pairing stays
+    sparse); shared size over key size (recall) and over response size (precision). Size counts
+    words for token documents, else characters. ``notes`` receives a line when the candidate
+    bounds of :func:`tabverify.coref.align.candidate_pairs` cut the search."""
 
     def size(m: Mention) -> int:
         return len(m.units) if words else m.length
 
-    def shared(a: Mention, b: Mention) -> int:
-        return len(set(a.units) & set(b.units)) if words else a.overlap(b)
+    def shared(a: Mention, b: Mention) -> float:
+        return float(len(set(a.units) & set(b.units)) if words else a.overlap(b))
 
-    items = sorted([(m, True) for m in set(key)] + [(m, False) for m in set(response)], key=lambda x: x[0])
-    total = Counts(0.0, sum(size(m) for m in set(key)), 0.0, sum(size(m) for m in set(response)))
-    run: list[tuple[Mention, bool]] = []
-    bound = -1
-    for item in items + [(None, False)]:
-        mention = item[0]
-        if mention is not None and (not run or mention.start < bound):
-            run.append(item)  # type: ignore[arg-type]
-            bound = max(bound, mention.end)
-            continue
-        keys = [m for m, is_key in run if is_key]
-        responses = [m for m, is_key in run if not is_key]
-        if keys and responses:
-            weights = [[float(shared(k, r)) for r in responses] for k in keys]
-            common = sum(weights[i][j] for i, j in max_weight_assignment(weights))
-            total = total + Counts(common, 0.0, common, 0.0)
-        run, bound = ([item], mention.end) if mention is not None else ([], -1)  # type: ignore[list-item]
-    return total
+    keys, responses = sorted(set(key), key=text_order), sorted(set(response), key=text_order)
+    weights, cut = candidate_pairs(keys, responses, shared)
+    matching = max_weight_matching(weights)
+    if notes is not None and (cut or not matching.exact):
+        notes.append(
+            f"mention overlap ratio: {cut} mention(s) overlapped more mentions than are examined; "
+            "the ratio pairs the nearest ones"
+        )
+    common = sum(weights[pair] for pair in matching.pairs)
+    return Counts(common, sum(size(m) for m in keys), common, sum(size(m) for m in responses))
 
 
 METRICS = {"muc": muc, "b_cubed": b_cubed, "ceafm": ceafm, "ceafe": ceafe, "lea": lea}

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import math
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tabverify.coref.align import MATCH_MODES, align_mentions, align_zeros_by_dependencies
-from tabverify.coref.document import Document, Mention, shared_words
+from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, shared_words
+from tabverify.coref.duplicates import scored_entities
 from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score, mention_overlap
 from tabverify.errors import TabverifyError
 
@@ -54,16 +57,63 @@ class CorefResult:
     alignments: tuple[DocumentAlignment, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, object]:
-        """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings"}``."""
+        """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings"}``.
+
+        Every number in it is finite, so it is valid JSON (``json.dumps(..., allow_nan=False)``).
+
+        Raises:
+            TabverifyError: a number is NaN or infinite (a bug: the inputs are checked for that).
+        """
         metrics: dict[str, object] = {name: score.to_dict() for name, score in self.metrics.items()}
         metrics["conll_f1"] = self.conll_f1
-        return {
+        result: dict[str, object] = {
             "metrics": metrics,
             "mentions": {name: score.to_dict() for name, score in self.mentions.items()},
             "options": self.options,
             "documents": self.documents,
             "warnings": list(self.warnings),
         }
+        _check_finite(result, "result")
+        return result
+
+
+def _check_finite(value: object, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TabverifyError(f"{where} is {value}; a score result holds finite numbers only")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_finite(item, where)
+
+
+def check_kind_weights(kind_weights: Mapping[str, float] | None) -> dict[str, float] | None:
+    """The weights as floats, checked: known kinds only (``word``, ``subword``, ``phrase``,
+    ``embedded_pronoun``, ``clitic``), each a finite number >= 0.
+
+    Raises:
+        TabverifyError: an unknown kind, or a weight that is negative, NaN, infinite or not a number.
+    """
+    if not kind_weights:
+        return None
+    checked = {}
+    for kind, weight in kind_weights.items():
+        if kind not in KINDS + SUBKINDS:
+            raise TabverifyError(
+                f"kind weight for unknown kind {kind!r}; weight one of {', '.join(KINDS + SUBKINDS)}"
+            )
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not math.isfinite(weight)
+            or weight < 0
+        ):
+            raise TabverifyError(
+                f"kind weight {kind}={weight!r} must be a finite number >= 0 (a mention counts that many times)"
+            )
+        checked[kind] = float(weight)
+    return checked
 
 
 def _score(counts: Counts) -> Score:
@@ -81,8 +131,7 @@ def pair_documents(
     """
     warnings = []
     for docs, side in ((key_docs, "key"), (response_docs, "response")):
-        ids = [d.doc_id for d in docs]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        repeated = sorted(i for i, n in Counter(d.doc_id for d in docs).items() if n > 1)
         if repeated:
             raise TabverifyError(
                 f"the {side} repeats document id(s) {', '.join(repeated[:5])}; ids must be unique"
@@ -116,8 +165,17 @@ def pair_documents(
     return pairs, warnings
 
 
-def _drop_singletons(entities: Sequence[Sequence[Mention]]) -> list[list[Mention]]:
-    return [list(e) for e in entities if len(e) > 1]
+def _options_applied(
+    entities: list[list[Mention]], keep_singletons: bool, keep_zeros: bool
+) -> list[list[Mention]]:
+    """The entities after the singleton and zero options, in the CorefUD scorer's order: singletons
+    go first, then zeros, so an entity of a zero and one other mention stays as a singleton.
+    An entity left empty is dropped (the reference scorer would divide by its size, 0)."""
+    if not keep_singletons:
+        entities = [e for e in entities if len(e) > 1]
+    if not keep_zeros:
+        entities = [[m for m in e if not m.zero] for e in entities]
+    return [e for e in entities if e]
 
 
 def score(
@@ -150,6 +208,9 @@ def score(
         raise TabverifyError(f"unknown zero matching {zero_match!r}; use linear or dependent")
     if blanc_variant not in ("conll", "corefud"):
         raise TabverifyError(f"unknown BLANC variant {blanc_variant!r}; use conll or corefud")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+        raise TabverifyError(f"threshold {threshold!r} must be a number in (0, 1]")
+    kind_weights = check_kind_weights(kind_weights)
     pairs, warnings = pair_documents(key_docs, response_docs)
     totals = {name: Counts() for name in METRICS}
     blanc_c, blanc_n = Counts(), Counts()
@@ -157,21 +218,21 @@ def score(
     views = {"exact": Counts(), "aligned": Counts(), "subword": Counts(), "embedded_pronoun": Counts(),
              "clitic": Counts(), "weighted": Counts(), "overlap_ratio": Counts()}  # fmt: skip
     for key_doc, response_doc in pairs:
-        key_entities = [list(e) for e in key_doc.entities]
-        response_entities = [list(e) for e in response_doc.entities]
-        if not keep_singletons:
-            key_entities, response_entities = (
-                _drop_singletons(key_entities),
-                _drop_singletons(response_entities),
-            )
-        key_mentions = [m for e in key_entities for m in e]
-        response_mentions = [m for e in response_entities for m in e]
+        convention = key_doc.convention  # the key's format decides, for both sides
+        key_entities, notes = scored_entities(key_doc, "key", convention)
+        response_entities, response_notes = scored_entities(response_doc, "response", convention)
+        warnings += notes + response_notes
+        key_entities = _options_applied(key_entities, keep_singletons, keep_zeros)
+        response_entities = _options_applied(response_entities, keep_singletons, keep_zeros)
+        key_mentions = list(dict.fromkeys(m for e in key_entities for m in e))
+        response_mentions = list(dict.fromkeys(m for e in response_entities for m in e))
+        bounds: list[str] = []
         preset = (
-            align_zeros_by_dependencies(key_mentions, response_mentions)
-            if zero_match == "dependent"
+            align_zeros_by_dependencies(key_mentions, response_mentions, bounds)
+            if zero_match == "dependent" and keep_zeros
             else None
         )
-        alignment = align_mentions(key_mentions, response_mentions, match, threshold, preset)
+        alignment = align_mentions(key_mentions, response_mentions, match, threshold, preset, bounds)
         scored.append(DocumentAlignment(key_doc, response_doc, tuple(map(tuple, key_entities)),
                                         tuple(map(tuple, response_entities)), alignment))  # fmt: skip
         key_clusters: list[list[Hashable]] = [list(e) for e in key_entities]
@@ -179,13 +240,14 @@ def score(
             [alignment.get(m, ("response", m)) for m in e] for e in response_entities
         ]
         for name, metric in METRICS.items():
-            totals[name] = totals[name] + metric(key_clusters, response_clusters)
-        c, n = blanc(key_clusters, response_clusters)
+            totals[name] = totals[name] + metric(key_clusters, response_clusters, convention)
+        c, n = blanc(key_clusters, response_clusters, convention)
         blanc_c, blanc_n = blanc_c + c, blanc_n + n
         _mention_views(views, key_mentions, response_mentions, alignment, kind_weights)
         views["overlap_ratio"] = views["overlap_ratio"] + mention_overlap(
-            key_mentions, response_mentions, words=bool(key_doc.words)
+            key_mentions, response_mentions, words=bool(key_doc.words), notes=bounds
         )
+        warnings += [f"document {key_doc.doc_id!r}: {note}" for note in bounds]
     metrics = {name: _score(totals[name]) for name in ("muc", "b_cubed", "ceafm", "ceafe")}
     metrics["blanc"] = blanc_score(blanc_c, blanc_n, blanc_variant)
     metrics["lea"] = _score(totals["lea"])

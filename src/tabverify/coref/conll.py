@@ -1,0 +1,134 @@
+"""CoNLL-2012 files: ``#begin document`` blocks, coreference brackets in the last column.
+
+Brackets may be concatenated with or without ``|`` (``(12)``, ``(12``, ``12)``). Entities keep the
+order in which the CoNLL reference scorer numbers them (on each line, one-token mentions before
+opening brackets), and a mention listed twice stays listed: the ``conll`` convention of
+:data:`tabverify.coref.document.CONVENTIONS` decides how it is scored. KibutzR's morpheme files
+(form, sentence, position, ``_``, coreference) are read here too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tabverify.coref.document import Document, Mention, WordSequence, text_order
+from tabverify.coref.source import CorefFormatError, read_source
+
+BRACKET = re.compile(r"\((\d+)\)|\((\d+)|(\d+)\)")
+BEGIN = re.compile(r"^#\s*begin document\s*(.*?)\s*$")
+END = re.compile(r"^#\s*end document")
+
+
+class _DocumentBuilder:
+    """The words and mentions of one ``#begin document`` block."""
+
+    def __init__(self, doc_id: str, where: str) -> None:
+        self.doc_id = doc_id
+        self.where = where
+        self.words = WordSequence()
+        self.entities: dict[str, list[Mention]] = {}
+        self.open: dict[str, list[int]] = {}
+
+    def add_mention(self, entity: str, first: int, last: int) -> None:
+        units = tuple(self.words.words[first : last + 1])
+        kind = "phrase" if len(units) > 1 else "word"
+        self.entities.setdefault(entity, []).append(Mention(units, units[0], kind))
+
+    def read_cell(self, cell: str, index: int, where: str) -> None:
+        """Apply one coreference column to word ``index``."""
+        position = 0
+        matches = []
+        for match in BRACKET.finditer(cell):
+            if cell[position : match.start()].strip("|"):
+                raise CorefFormatError(f"{where}: cannot read coreference column {cell!r}")
+            position = match.end()
+            matches.append(match.groups())
+        if cell[position:].strip("|"):
+            raise CorefFormatError(f"{where}: cannot read coreference column {cell!r}")
+        # the reference scorer numbers entities as it meets them: one-token mentions, then openings
+        for single, _, _ in matches:
+            if single is not None:
+                self.entities.setdefault(single, [])
+        for _, start, _ in matches:
+            if start is not None:
+                self.entities.setdefault(start, [])
+        for single, start, end in matches:
+            if single is not None:
+                self.add_mention(single, index, index)
+            elif start is not None:
+                self.open.setdefault(start, []).append(index)
+            else:
+                starts = self.open.get(end)
+                if not starts:
+                    raise CorefFormatError(
+                        f"{where}: '{end})' closes a mention of entity {end} that was never opened"
+                    )
+                self.add_mention(end, starts.pop(), index)
+
+    def build(self, where: str) -> Document:
+        unclosed = [entity for entity, starts in self.open.items() if starts]
+        if unclosed:
+            raise CorefFormatError(
+                f"{where}: document {self.doc_id!r} ends with unclosed mention(s) of entity "
+                f"{', '.join(unclosed)}; every '(N' needs a matching 'N)'"
+            )
+        if not self.words.words:
+            raise CorefFormatError(
+                f"{where}: document {self.doc_id!r} has no tokens; give each document its token lines "
+                "(the key's and the response's must be the same)"
+            )
+        entities = [(name, mentions) for name, mentions in self.entities.items() if mentions]
+        return Document(
+            self.doc_id,
+            self.words.text,
+            tuple(tuple(sorted(mentions, key=text_order)) for _, mentions in entities),
+            tuple(self.words.words),
+            "conll",
+            tuple(name for name, _ in entities),
+        )
+
+
+def read_conll(path: str | Path) -> list[Document]:
+    """Documents of a CoNLL-2012 file (coreference brackets in the last column).
+
+    Raises:
+        CorefFormatError: an unbalanced bracket, a column that is not a bracket expression, a
+            document without tokens, or a ``#begin document`` without ``#end document``.
+    """
+    path = Path(path)
+    documents: list[Document] = []
+    builder: _DocumentBuilder | None = None
+    new_sentence = False
+    for number, raw in enumerate(read_source(path).splitlines(), start=1):
+        line = raw.rstrip("\r\n")
+        where = f"{path}:{number}"
+        begin = BEGIN.match(line)
+        if begin:
+            if builder is not None:
+                raise CorefFormatError(f"{where}: #begin document inside document {builder.doc_id!r}")
+            builder, new_sentence = _DocumentBuilder(begin.group(1), str(path)), False
+            continue
+        if END.match(line):
+            if builder is None:
+                raise CorefFormatError(f"{where}: #end document without #begin document")
+            documents.append(builder.build(where))
+            builder = None
+            continue
+        if not line.strip():
+            new_sentence = True
+            continue
+        if line.startswith("#") or builder is None:
+            continue
+        columns = line.split()
+        if len(columns) == 5 and columns[3] == "_" and columns[1].isdigit() and columns[2].isdigit():
+            form = columns[0]  # KibutzR: form, sentence, position, _, coreference
+        else:
+            form = columns[3] if len(columns) >= 5 else columns[1] if len(columns) > 1 else columns[0]
+        index = builder.words.add(form, new_sentence)
+        new_sentence = False
+        if len(columns) >= 2 and columns[-1] not in ("-", "_"):
+            builder.read_cell(columns[-1], index, where)
+    if builder is not None:
+        raise CorefFormatError(f"{path}: document {builder.doc_id!r} has no '#end document' line")
+    return documents
