@@ -9,6 +9,8 @@ one warning per such mention, so the result lists each of them.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from tabverify.coref.document import Document, Mention
 
 MAX_WARNINGS = 100
@@ -19,7 +21,8 @@ def scored_entities(doc: Document, side: str, convention: str) -> tuple[list[lis
     """The entities of ``doc`` as the ``side`` (``key`` or ``response``) scores them under
     ``convention``, empty ones left out, and a warning for each mention listed more than once.
 
-    - ``conll``: the key keeps every copy; the response keeps the first (by entity order).
+    - ``conll``: every copy stays here; the response then keeps only the first copy of a mention
+      that stands for a key mention (:func:`conll_response`, once the alignment is known).
     - ``corefud``: a second copy inside one entity is dropped; copies in other entities stay.
     - ``first``: each side keeps the first copy.
     """
@@ -28,7 +31,7 @@ def scored_entities(doc: Document, side: str, convention: str) -> tuple[list[lis
         for m in entity:
             listed.setdefault(m, []).append(e)
     entities: list[list[Mention]]
-    if convention == "conll" and side == "key":
+    if convention == "conll":
         entities = [list(e) for e in doc.entities]
     elif convention == "corefud":
         entities = [list(dict.fromkeys(e)) for e in doc.entities]
@@ -59,7 +62,10 @@ def _describe(doc: Document, side: str, convention: str, m: Mention, where: list
         rule = "the key keeps every copy, and it counts as a mention of the last entity"
         rule += f" ({distinct[-1]}), as the CoNLL reference scorer does"
     elif convention == "conll":
-        rule = f"the response keeps only the copy in entity {distinct[0]}, as the CoNLL reference scorer does"
+        rule = (
+            f"the response keeps only the copy in entity {distinct[0]} if it stands for a key mention "
+            "(every copy otherwise), as the CoNLL reference scorer does"
+        )
     elif convention == "corefud":
         rule = (
             f"each entity keeps one copy, and it counts as a mention of the last entity ({distinct[-1]}), "
@@ -72,3 +78,22 @@ def _describe(doc: Document, side: str, convention: str, m: Mention, where: list
     text = doc.mention_text(m)
     text = text if len(text) <= 40 else text[:39] + "…"
     return f"document {doc.doc_id!r}, {side}: mention {text!r} {m} {listed}; {rule}"
+
+
+def conll_response(clusters: list[list[Hashable]], key_ids: set[Hashable]) -> list[list[Hashable]]:
+    """The CoNLL reference scorer's response: an id that stands for a key mention keeps its first
+    copy only (its repeat check knows key mentions only); any other id keeps every copy. Entities
+    left empty are dropped."""
+    seen: set[Hashable] = set()
+    kept = []
+    for cluster in clusters:
+        entity = []
+        for m in cluster:
+            if m in key_ids:
+                if m in seen:
+                    continue
+                seen.add(m)
+            entity.append(m)
+        if entity:
+            kept.append(entity)
+    return kept

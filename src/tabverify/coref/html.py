@@ -74,9 +74,7 @@ def _marked(doc: Document, brackets: Mapping[Mention, _Bracket]) -> str:
         for m in sorted(opens.get(i, []), key=lambda m: -m.end):
             b = brackets[m]
             title = f"{b.label}: {doc.mention_text(m)} {m} {m.kind}{'/' + m.subkind if m.subkind else ''}"
-            out.append(
-                f'<span class="b {b.css}" style="color:{b.colour}" title="{escape(title)}">[</span>'
-            )
+            out.append(f'<span class="b {b.css}" style="color:{b.colour}" title="{escape(title)}">[</span>')
         if i < len(doc.text):
             out.append(escape(doc.text[i]))
     return "".join(out)
@@ -119,7 +117,8 @@ def _section(scored: DocumentAlignment) -> str:
     misses = [m for m in key_mentions if m not in found]
     spurious = [m for m in response_mentions if m not in alignment]
     gold_brackets = {
-        m: _Bracket(_colour(gold_of[m]), gold(gold_of[m]), "lost" if m not in found else "") for m in key_mentions
+        m: _Bracket(_colour(gold_of[m]), gold(gold_of[m]), "lost" if m not in found else "")
+        for m in key_mentions
     }
     system_brackets = {}
     for m in response_mentions:
@@ -139,7 +138,9 @@ def _section(scored: DocumentAlignment) -> str:
             f"<td>{escape(system(j))}</td><td>{escape(gold(stands_for[j]) if j in stands_for else '-')}</td>"
             f"<td>{verdict}</td></tr>"
         )
-    lost = "".join(f"<li>{escape(key.mention_text(m))} {escape(str(m))}</li>" for m in misses) or "<li>none</li>"
+    lost = (
+        "".join(f"<li>{escape(key.mention_text(m))} {escape(str(m))}</li>" for m in misses) or "<li>none</li>"
+    )
     extra = (
         "".join(f"<li>{escape(response.mention_text(m))} {escape(str(m))}</li>" for m in spurious)
         or "<li>none</li>"

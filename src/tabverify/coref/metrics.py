@@ -247,29 +247,44 @@ def blanc(key: Clusters, response: Clusters, convention: str = "corefud") -> tup
     return Counts(both, key_links, both, response_links), Counts(both_non, key_non, both_non, response_non)
 
 
-def _blanc_conll(key: Clusters, response: Clusters) -> tuple[Counts, Counts]:
-    """The CoNLL reference scorer's BLANC: sets of id pairs. A key link {a, b} is a coreference
-    link when a and b share a key entity (a = b when a is listed twice in one), a non-coreference
-    link when they sit in two different key entities (a = b when a is in two); the response
-    lists each id once. Pairs of ids that are each in one key entity are counted in closed form;
-    pairs that involve an id in several key entities are listed (see :data:`MAX_REPEAT_WORK`)."""
-    every = _every(key)
+def _link_sets(
+    clusters: Clusters, what: str
+) -> tuple[int, int, dict[Hashable, int], set[frozenset[Hashable]]]:
+    """The sizes of the CoNLL reference scorer's sets of coreference and non-coreference links
+    among the ids of one side, the ids listed in a single cluster (-> that cluster), and the
+    listed pairs {a, b} (a != b) sharing a cluster where a is in several clusters.
+
+    A link {a, b} is a coreference link when a and b share a cluster (a = b when a is listed twice
+    in one), a non-coreference link when they sit in two different clusters (a = b when a is in
+    two). Pairs of ids that are each in one cluster are counted in closed form; pairs involving an
+    id in several clusters are listed (bounded by :data:`MAX_REPEAT_WORK`).
+    """
+    every = _every(clusters)
     single = {m: e[0] for m, e in every.items() if len(e) == 1}
     several = [m for m, e in every.items() if len(e) > 1]
-    repeated = len({m for c in key for m, n in Counter(c).items() if n > 1})  # {a, a} coreference links
-    response_of = _last(response)
-    work = sum(len(key[e]) for m in several for e in every[m])
-    if work > MAX_REPEAT_WORK:
+    if sum(len(clusters[e]) for m in several for e in every[m]) > MAX_REPEAT_WORK:
         raise TabverifyError(
-            f"BLANC: {len(several)} mentions are listed in several key entities, too many to count links "
+            f"BLANC: {len(several)} {what} mentions are listed in several entities, too many to count links "
             "as the CoNLL reference scorer does; list each mention in one entity"
         )
-    shared: set[frozenset[Hashable]] = set()  # pairs {a, b}, a != b, sharing a key entity, a in several
+    shared: set[frozenset[Hashable]] = set()
     for m in several:
         for e in every[m]:
-            shared.update(frozenset((m, x)) for x in key[e] if x != m)
-    by_entity = Counter(single.values())
-    key_coref = sum(_pairs(n) for n in by_entity.values()) + len(shared) + repeated
+            shared.update(frozenset((m, x)) for x in clusters[e] if x != m)
+    repeated = len({m for c in clusters for m, n in Counter(c).items() if n > 1})  # {a, a} links
+    by_cluster = Counter(single.values())
+    coreference = sum(_pairs(n) for n in by_cluster.values()) + len(shared) + repeated
+    non_coreference = _pairs(len(every)) - sum(_pairs(n) for n in by_cluster.values()) + len(several)
+    return coreference, non_coreference, single, shared
+
+
+def _blanc_conll(key: Clusters, response: Clusters) -> tuple[Counts, Counts]:
+    """The CoNLL reference scorer's BLANC: sets of id pairs (see :func:`_link_sets`). An id both
+    sides hold is listed once by the response (:func:`tabverify.coref.duplicates.conll_response`),
+    which keeps the links both sides share in closed form."""
+    key_coref, key_non, single, shared = _link_sets(key, "key")
+    response_coref, response_non, _, _ = _link_sets(response, "response")
+    response_of = _last(response)
 
     def together(pair: frozenset[Hashable]) -> bool:
         a, b = pair
@@ -279,10 +294,7 @@ def _blanc_conll(key: Clusters, response: Clusters) -> tuple[Counts, Counts]:
         _pairs(n)
         for n in Counter((e, response_of[m]) for m, e in single.items() if m in response_of).values()
     ) + sum(1 for pair in shared if together(pair))
-    response_coref = sum(_pairs(len(c)) for c in response)
-    key_non = _pairs(len(every)) - sum(_pairs(n) for n in by_entity.values()) + len(several)
-    response_non = _pairs(sum(len(c) for c in response)) - response_coref
-    common = [m for m in every if m in response_of]
+    common = [m for m in _every(key) if m in response_of]
     alone = Counter(single[m] for m in common if m in single)  # common ids in one key entity only
     alone_by_response = Counter((single[m], response_of[m]) for m in common if m in single)
     both_non = (

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from tabverify.coref.align import MATCH_MODES, align_mentions, align_zeros_by_dependencies
 from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, shared_words
-from tabverify.coref.duplicates import scored_entities
+from tabverify.coref.duplicates import conll_response, scored_entities
 from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score, mention_overlap
 from tabverify.errors import TabverifyError
 
@@ -239,6 +239,8 @@ def score(
         response_clusters: list[list[Hashable]] = [
             [alignment.get(m, ("response", m)) for m in e] for e in response_entities
         ]
+        if convention == "conll":
+            response_clusters = conll_response(response_clusters, set(key_mentions))
         for name, metric in METRICS.items():
             totals[name] = totals[name] + metric(key_clusters, response_clusters, convention)
         c, n = blanc(key_clusters, response_clusters, convention)
