@@ -128,8 +128,12 @@ def test_labels() -> None:
 def test_report_json_and_html(target_path: Path, source_path: Path) -> None:
     report = crosscheck(target_path, source_path)
     data = report.to_dict()
-    assert data["source_table"] == 1 and data["discrepancies"][0]["kind"] == "digit"
-    assert data["pairs"][0]["target_text"] and data["ranking"][0]["table"] == 1
+    # tables are numbered from 1 in the JSON (the second tabular is table 2, as `tabverify tables`
+    # lists it); the Python index is 0-based; cell positions are 0-based
+    assert report.source_index == 1 and data["source_table"] == 2 and data["ranking"][0]["table"] == 2
+    assert data["source_name"].endswith("#table2") and data["warnings"] == []
+    assert data["discrepancies"][0]["kind"] == "digit" and data["discrepancies"][0]["target"] == [4, 2]
+    assert data["pairs"][0]["target_text"]
     page = render_html([("paper <- cited", report)])
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
     grids = read_html_tables(page)  # the page's own tables read back: target, source, discrepancy list
@@ -150,3 +154,52 @@ def test_html_report_renders_in_a_real_browser(tmp_path: Path, target_path: Path
     assert len(grids) == 3
     assert grids[0].text(4, 2) == "66.9" and grids[0].n_columns == 4
     assert 'class="bad"' in dom and "1 discrepancy" in dom
+
+
+def _other_table(k: int) -> Grid:
+    """A small results table of its own (values that appear in no other table of the test)."""
+    rows = [["Method", "BLEU", "ROUGE"]] + [[f"system {k}-{r}", f"{k}.{r}1", f"{k}.{r}7"] for r in range(3)]
+    return Grid.from_rows(rows, caption=f"Other results {k}")
+
+
+def test_many_source_tables_are_shortlisted_by_shared_values(
+    monkeypatch: pytest.MonkeyPatch, target_path: Path, source_path: Path
+) -> None:
+    from tabverify.crosscheck import tables as table_matching
+
+    sources = [_other_table(k) for k in range(10, 130)] + read_tables(source_path)
+    aligned: list[Grid] = []
+    real_align = table_matching.align
+
+    def counting_align(target: Grid, source: Grid):  # type: ignore[no-untyped-def]
+        aligned.append(source)
+        return real_align(target, source)
+
+    monkeypatch.setattr(table_matching, "align", counting_align)
+    report = crosscheck(target_path, sources, max_aligned=5)
+    # the work is bounded: 5 alignments, not 122, and the report says a limit cut it
+    assert len(aligned) == 5 and len(report.ranking) == 5
+    assert report.warnings and "only 5 of the 122 source tables" in report.warnings[0]
+    assert report.to_dict()["warnings"] == list(report.warnings)
+    # the shortlist kept the table the numbers come from (table 122, index 121: COCO results)
+    assert report.source_index == 121 and report.to_dict()["source_table"] == 122
+    assert [d.kind for d in report.discrepancies] == [DiscrepancyKind.DIGIT]
+
+
+def test_up_to_the_limit_every_source_table_is_compared(target_path: Path, source_path: Path) -> None:
+    sources = [_other_table(k) for k in range(10, 15)] + read_tables(source_path)
+    report = crosscheck(target_path, sources)
+    assert report.warnings == () and len(report.ranking) == len(sources)
+    assert report.source_index == 6
+
+
+def test_a_document_checked_against_itself_table_by_table_stays_linear() -> None:
+    # every table of a 300-table document against all 300: each target aligns with at most
+    # MAX_ALIGNED_TABLES of them, and each finds itself
+    from tabverify.crosscheck import MAX_ALIGNED_TABLES
+
+    grids = [_other_table(k) for k in range(10, 310)]
+    for number in (0, 150, 299):
+        report = crosscheck(grids[number], grids)
+        assert report.source_index == number and len(report.ranking) == MAX_ALIGNED_TABLES
+        assert report.warnings

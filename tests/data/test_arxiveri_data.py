@@ -45,3 +45,10 @@ def test_benchmark_reaches_the_issue_targets() -> None:
     assert metrics["table_match_accuracy"] >= 0.85
     assert metrics["cell_f1"] >= 0.88
     assert metrics["table_match_accuracy_verbatim"] < metrics["table_match_accuracy"]
+    # source tables are numbered from 1 in the result, as `tabverify tables` lists them
+    pairs = {(p.target_id, p.source_id): p for p in load_pairs(ARXIVERI)}
+    for row in result["pairs"]:
+        pair = pairs[(row["target"], row["source"])]
+        expected = pair.gold_index + 1 if pair.gold_index is not None else None
+        assert row["gold_table"] == expected
+        assert row["predicted_table"] is None or 1 <= row["predicted_table"] <= len(pair.candidates)

@@ -188,7 +188,9 @@ def run_benchmark(
 ) -> dict[str, object]:
     """Run table matching on every pair and cell matching on every pair with a gold source table.
 
-    Returns the result object: ``{"benchmark", "n_pairs", "metrics", "pairs", "seconds"}``.
+    Returns the result object: ``{"benchmark", "n_pairs", "metrics", "pairs", "seconds"}``. In
+    ``pairs``, ``predicted_table`` and ``gold_table`` number the source paper's tables from 1 (as
+    ``tabverify tables`` lists them; None: no match).
     """
     pairs = load_pairs(data_dir)
     started = time.perf_counter()
@@ -207,8 +209,8 @@ def run_benchmark(
         row: dict[str, object] = {
             "target": pair.target_id,
             "source": pair.source_id,
-            "predicted_table": chosen,
-            "gold_table": pair.gold_index,
+            "predicted_table": chosen + 1 if chosen is not None else None,
+            "gold_table": pair.gold_index + 1 if pair.gold_index is not None else None,
             "table_correct": is_correct,
         }
         if pair.gold_index is not None:

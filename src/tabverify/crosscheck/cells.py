@@ -11,9 +11,12 @@ values with different meanings are thus told apart by where they sit.
 from __future__ import annotations
 
 import re
+import weakref
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Any, TypeVar
 
 from tabverify.table.grid import Grid
 from tabverify.table.numbers import WRITTEN_ROUNDINGS, Agreement
@@ -87,6 +90,11 @@ def _key(value: Decimal) -> Decimal:
     return value.normalize()
 
 
+MAX_COARSE_DIGITS = 16
+"""Coarser writings of a number keep at most this many significant digits (the writings of a
+80-digit cell would otherwise cost hundreds of roundings each)."""
+
+
 def _variants(m: Measurement) -> set[Decimal]:
     """Values ``m`` may be written as elsewhere: itself, rounded to fewer digits, times or over 100."""
     keys = set()
@@ -96,7 +104,7 @@ def _variants(m: Measurement) -> set[Decimal]:
         if not isinstance(exponent, int):
             continue
         # coarser writings keep two significant digits at least (as :func:`rounds_to` demands)
-        for e in range(exponent + 1, min(1, base.adjusted())):
+        for e in range(max(exponent + 1, base.adjusted() - MAX_COARSE_DIGITS + 1), min(1, base.adjusted())):
             quantum = Decimal(1).scaleb(e)
             for rounding in WRITTEN_ROUNDINGS:
                 try:
@@ -106,23 +114,65 @@ def _variants(m: Measurement) -> set[Decimal]:
     return keys
 
 
+T = TypeVar("T")
+_PER_GRID: dict[int, dict[str, Any]] = {}
+
+
+def per_grid(grid: Grid, name: str, compute: Callable[[Grid], T]) -> T:
+    """``compute(grid)``, computed once per grid object and forgotten with it.
+
+    Grids are immutable, so what the crosscheck derives from one (its number index, its labels)
+    holds as long as the grid lives; a grid checked against thousands of others is indexed once.
+    """
+    slot = _PER_GRID.get(id(grid))
+    if slot is None:
+        slot = _PER_GRID[id(grid)] = {}
+        weakref.finalize(grid, _PER_GRID.pop, id(grid), None)
+    if name not in slot:
+        slot[name] = compute(grid)
+    return slot[name]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class NumberIndex:
+    """The numbers of a grid's data cells (several-metric cells left out), the values each may be
+    written as elsewhere (:func:`_variants`), and the positions holding each such value."""
+
+    numbers: dict[Position, Measurement]
+    variants: dict[Position, set[Decimal]]
+    positions: dict[Decimal, list[Position]]
+
+    @classmethod
+    def of(cls, grid: Grid) -> NumberIndex:
+        """The index of a grid, built once per grid (:func:`per_grid`)."""
+        return per_grid(grid, "numbers", cls._build)
+
+    @classmethod
+    def _build(cls, grid: Grid) -> NumberIndex:
+        numbers = {p: m for p, m in grid.data_measurements.items() if not m.multi}
+        variants = {p: _variants(m) for p, m in numbers.items()}
+        positions: dict[Decimal, list[Position]] = defaultdict(list)
+        for position, keys in variants.items():
+            for key in keys:
+                positions[key].append(position)
+        return cls(numbers, variants, dict(positions))
+
+
 def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Position, Agreement]]]:
     """For each target number, the source numbers whose values agree with it (any position).
 
     Values found in more than :data:`MAX_OPTIONS` source cells say nothing about where a number came
     from (0.0, 100, small counts); they are left out here and paired later by position alone.
     """
-    index: dict[Decimal, list[Position]] = defaultdict(list)
-    source_numbers = {p: m for p, m in source.data_measurements.items() if not m.multi}
-    for position, m in source_numbers.items():
-        for key in _variants(m):
-            index[key].append(position)
+    index = NumberIndex.of(source).positions
+    source_numbers = NumberIndex.of(source).numbers
+    target_index = NumberIndex.of(target)
     found: dict[Position, list[tuple[Position, Agreement]]] = {}
     for position, m in target.data_measurements.items():
         if m.multi:
             continue
         near: set[Position] = set()
-        for key in _variants(m):
+        for key in target_index.variants[position]:
             hits = index.get(key, ())
             if len(hits) > MAX_OPTIONS * 4:
                 break
@@ -195,11 +245,15 @@ def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def _row_names(grid: Grid) -> dict[int, frozenset[str]]:
-    return {i: label_words(grid.row_label(i)) for i in range(grid.header_row_count, grid.n_rows)}
+    return per_grid(
+        grid, "rows", lambda g: {i: label_words(g.row_label(i)) for i in range(g.header_row_count, g.n_rows)}
+    )
 
 
 def _column_names(grid: Grid) -> dict[int, frozenset[str]]:
-    return {j: label_words(grid.column_label(j)) for j in range(grid.n_columns)}
+    return per_grid(
+        grid, "columns", lambda g: {j: label_words(g.column_label(j)) for j in range(g.n_columns)}
+    )
 
 
 def _label_votes(
@@ -270,10 +324,8 @@ def _pairs_by_position(
     """Every target number whose row and column correspond and whose value agrees with the source
     cell there. The maps are one-to-one, so the pairs are too."""
     source_numbers = source.data_measurements
-    row_words: dict[int, frozenset[str]] = {}
-    column_words: dict[int, frozenset[str]] = {}
-    source_row_words: dict[int, frozenset[str]] = {}
-    source_column_words: dict[int, frozenset[str]] = {}
+    row_words, column_words = _row_names(target), _column_names(target)
+    source_row_words, source_column_words = _row_names(source), _column_names(source)
     pairs = []
     for (tr, tc), m in sorted(target.data_measurements.items()):
         if m.multi or tr not in rows or tc not in columns:
@@ -285,14 +337,6 @@ def _pairs_by_position(
         agreement = compare(m, other)
         if agreement is Agreement.DIFFERENT:
             continue
-        if tr not in row_words:
-            row_words[tr] = label_words(target.row_label(tr))
-        if tc not in column_words:
-            column_words[tc] = label_words(target.column_label(tc))
-        if s[0] not in source_row_words:
-            source_row_words[s[0]] = label_words(source.row_label(s[0]))
-        if s[1] not in source_column_words:
-            source_column_words[s[1]] = label_words(source.column_label(s[1]))
         labelled = bool(row_words[tr] & source_row_words[s[0]]) or bool(
             column_words[tc] & source_column_words[s[1]]
         )

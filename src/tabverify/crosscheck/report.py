@@ -22,7 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from tabverify.crosscheck.cells import Alignment, CellPair, label_words, same_name
-from tabverify.crosscheck.tables import MIN_SUPPORT, Candidate, match_table
+from tabverify.crosscheck.tables import MAX_ALIGNED_TABLES, MIN_SUPPORT, Candidate, rank_tables, shortlist
 from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
 from tabverify.table.grid import Grid
@@ -84,13 +84,21 @@ class Discrepancy:
 class Report:
     """The result of checking one target table against the tables of one source.
 
+    Numbering: in :meth:`to_dict` (and every output built on it) tables are numbered from 1, as
+    ``tabverify tables`` lists them (``source_table``, ``ranking[].table``); cell positions are 0-based
+    ``(row, column)`` offsets into the expanded grid, header rows included (``pairs``,
+    ``discrepancies``). The Python attributes index lists: ``source_index`` and
+    :attr:`Candidate.index` are 0-based positions in ``sources``.
+
     Attributes:
         target: the target table.
         sources: the candidate source tables.
-        source_index: the index of the matched source table, or None ("no match").
-        ranking: every candidate with its evidence, best first.
+        source_index: the 0-based index of the matched source table in ``sources``, or None ("no match").
+        ranking: every candidate compared, with its evidence, best first.
         pairs: the agreeing cell pairs (target position, source position).
         discrepancies: the copied numbers that disagree with their source cell.
+        warnings: what a limit cut short (e.g. only some of thousands of source tables compared
+            in full); empty when the work was complete.
     """
 
     target: Grid
@@ -99,6 +107,7 @@ class Report:
     ranking: tuple[Candidate, ...]
     pairs: tuple[CellPair, ...]
     discrepancies: tuple[Discrepancy, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def source(self) -> Grid | None:
@@ -111,16 +120,16 @@ class Report:
         return not self.discrepancies
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict: tables numbered from 1, cell positions 0-based (see the class docstring)."""
         return {
             "target": self.target.name,
             "target_caption": self.target.caption,
-            "source_table": self.source_index,
+            "source_table": self.source_index + 1 if self.source_index is not None else None,
             "source_name": self.source.name if self.source is not None else None,
             "source_caption": self.source.caption if self.source is not None else None,
             "ranking": [
                 {
-                    "table": c.index,
+                    "table": c.index + 1,
                     "support": round(c.support, 3),
                     "text_similarity": round(c.text_similarity, 3),
                 }
@@ -135,6 +144,7 @@ class Report:
                 for p in self.pairs
             ],
             "discrepancies": [d.to_dict() for d in self.discrepancies],
+            "warnings": list(self.warnings),
         }
 
 
@@ -356,7 +366,10 @@ def as_grids(value: TableLike | Sequence[TableLike]) -> list[Grid]:
 
 
 def crosscheck(
-    target: TableLike, sources: TableLike | Sequence[TableLike], min_support: float = MIN_SUPPORT
+    target: TableLike,
+    sources: TableLike | Sequence[TableLike],
+    min_support: float = MIN_SUPPORT,
+    max_aligned: int = MAX_ALIGNED_TABLES,
 ) -> Report:
     """Find which source table the target's numbers come from, pair the cells, list the wrong copies.
 
@@ -365,6 +378,9 @@ def crosscheck(
             (its first table is used; see :func:`tabverify.table.read_tables`).
         sources: the cited source's tables: grids, tables, or document paths (all their tables).
         min_support: evidence below which no source table is chosen (default: the calibrated value).
+        max_aligned: the most source tables aligned in full; beyond, those holding the most of the
+            target's numbers are, and ``report.warnings`` says so (see
+            :func:`tabverify.crosscheck.tables.shortlist`).
 
     Returns:
         a :class:`Report`; ``report.ok`` is False when some copied number is wrong.
@@ -376,9 +392,14 @@ def crosscheck(
     sources = tuple(as_grids(sources))
     if not sources:
         raise TableError("no source tables to check against; pass at least one source table or document")
-    best, ranking = match_table(target, sources, min_support)
+    indices, note = shortlist(target, sources, max_aligned)
+    ranking = rank_tables(target, sources, indices)
+    warnings = (note,) if note else ()
+    best = ranking[0] if ranking and ranking[0].support >= min_support else None
     if best is None:
-        return Report(target, sources, None, tuple(ranking), (), ())
+        return Report(target, sources, None, tuple(ranking), (), (), warnings)
     source = sources[best.index]
     discrepancies = find_discrepancies(target, source, best.alignment)
-    return Report(target, sources, best.index, tuple(ranking), best.alignment.pairs, tuple(discrepancies))
+    return Report(
+        target, sources, best.index, tuple(ranking), best.alignment.pairs, tuple(discrepancies), warnings
+    )
