@@ -17,7 +17,10 @@ from decimal import Decimal
 
 from tabverify.table.numbers import Agreement, Number, agreement, parse_decimal, rounds_to
 
-__all__ = ["SUFFIXES", "Agreement", "Measurement", "clean_latex", "compare", "parse_measurement", "rounds_to"]
+__all__ = [
+    "SUFFIXES", "Agreement", "Measurement", "clean_latex", "compare", "display_text", "parse_measurement",
+    "rounds_to",
+]  # fmt: skip
 
 _ONE = Decimal(1)
 SUFFIXES: dict[str, Decimal] = {
@@ -133,6 +136,53 @@ def clean_latex(text: str) -> str:
     t = t.replace("{", "").replace("}", "")
     t = re.sub(r"(?<=\d)\s(?=\d{3}(?!\d))", "", t)  # thin-space thousands: 11 108
     return " ".join(t.split())
+
+
+_SYMBOLS = {
+    "pm": "±", "textpm": "±", "mp": "∓", "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
+    "uparrow": "↑", "downarrow": "↓", "rightarrow": "→", "to": "→", "times": "×", "approx": "≈",
+    "sim": "∼", "dagger": "†", "ddagger": "‡", "star": "⋆", "ast": "*", "checkmark": "✓",
+    "leq": "≤", "geq": "≥", "le": "≤", "ge": "≥", "cdot": "·", "infty": "∞", "S": "§", "P": "¶",
+}  # fmt: skip
+_DISPLAY_SYMBOL = re.compile(r"\\(%|&|_|#|\$|[a-zA-Z]+)(?![a-zA-Z])")
+_DISPLAY_COLOUR = re.compile(
+    r"\\(?:cellcolor|rowcolor|columncolor|color|textcolor|colorbox)\s*(?:\[[^\]]*\])?\s*\{[^{}]*\}"
+)
+_DISPLAY_CITE = re.compile(r"\\cite[tp]?\*?\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
+_DISPLAY_SCRIPT = re.compile(r"[_^]\s*(?:\{([^{}]*)\}|(\S))")
+_DISPLAY_SPACES = re.compile(r"\\[,;:! ]|\\q?quad\b|~")
+
+
+def display_text(text: str) -> str:
+    """A cell as a reader of the typeset table sees it: LaTeX markup removed and symbols written as
+    characters (``\\textbf{43.7}`` -> ``43.7``, ``AP$_{50}$`` -> ``AP50``, ``45.3\\pm0.2`` -> ``45.3±0.2``,
+    ``68.4\\%`` -> ``68.4%``). Text without LaTeX (no backslash, brace, script or ``$`` pair) is
+    returned unchanged, so ``$5`` in an HTML table stays ``$5``.
+
+    >>> display_text(r"$\\mathbf{45.3}\\pm 0.2$"), display_text(r"AP$_{50}$")
+    ('45.3±0.2', 'AP50')
+    """
+    if not any(mark in text for mark in "\\{}^_") and text.count("$") < 2:
+        return text
+    t = text.replace("$", "") if text.count("$") % 2 == 0 else text
+    t = _DISPLAY_COLOUR.sub("", t)
+    t = _DISPLAY_CITE.sub(lambda m: f"[{m.group(1)}]", t)
+    t = _DISPLAY_SPACES.sub(" ", t)
+    # a known symbol becomes its character; any other command is formatting and goes, its
+    # argument (the braces removed below) stays
+    t = _DISPLAY_SYMBOL.sub(lambda m: _SYMBOLS.get(m.group(1), ""), t)
+    for _ in range(3):  # nested scripts: x_{a_{b}}
+        t = _DISPLAY_SCRIPT.sub(_display_script, t)
+    t = t.replace("{", "").replace("}", "")
+    return " ".join(t.split())
+
+
+def _display_script(match: re.Match[str]) -> str:
+    """A subscript joins the text (AP50); a superscript keeps its ``^`` (10^-3) unless it is a mark (†)."""
+    content = match.group(1) if match.group(1) is not None else match.group(2)
+    if match.group(0).startswith("^") and content.strip() not in ("†", "‡", "*", "⋆", "§", "¶", "✓"):
+        return "^" + content
+    return content
 
 
 def _subscript(match: re.Match[str]) -> str:
