@@ -125,3 +125,30 @@ def test_iahlt_val_reads_and_scores_itself_perfectly() -> None:
         logging.disable(logging.NOTSET)
     assert len(docs) == 36 and sum(len(d.mentions) for d in docs) == 9043  # 9,139 minus 96 duplicates
     assert score(docs, docs, match="overlap").conll_f1 == 1.0
+
+
+ZA = TESTS / "corefud-scorer" / "tests" / "tests-corefud" / "zeros" / "TC-ZA.key"
+
+
+@pytest.mark.parametrize("match", ["exact", "partial", "head"])
+def test_drop_zeros_forgives_a_response_without_the_keys_zero(tmp_path: Path, match: str) -> None:
+    # The reference expectations could not catch keep_zeros=False doing nothing: all their
+    # exclude-zeros cases score 1.0 either way. TC-ZA's key has one zero, the empty node 5.1 of its
+    # second sentence, a mention of e2 = {3-4, 5.1, 7-9}; the response is the key without it.
+    key_text = ZA.read_text(encoding="utf-8")
+    zero_lines = [line for line in key_text.splitlines() if line.startswith("5.1\t")]
+    assert len(zero_lines) == 1
+    response = tmp_path / "TC-ZA-no-zero.response"
+    response.write_text(key_text.replace(zero_lines[0] + "\n", ""), encoding="utf-8")
+    logging.disable(logging.WARNING)
+    try:
+        key_docs, response_docs = read_documents(ZA), read_documents(response)
+    finally:
+        logging.disable(logging.NOTSET)
+    dropped = score(key_docs, response_docs, match=match, keep_zeros=False, blanc_variant="corefud")
+    for name, metric in dropped.metrics.items():
+        assert (metric.recall, metric.precision, metric.f1) == (1.0, 1.0, 1.0), name
+    kept = score(key_docs, response_docs, match=match, blanc_variant="corefud")
+    # with the zero, e2's links 3-4 / 5.1 / 7-9 are 2 and the response has 1: MUC recall loses one
+    # of the key's links (e1 = {4-7, 1} has 1 more): (1 + 1) / 3
+    assert kept.metrics["muc"].recall == pytest.approx(2 / 3) and kept.metrics["muc"].precision == 1.0
