@@ -51,3 +51,20 @@ def test_link_prefers_whole_cells(election: Table) -> None:
     democratic = [c for c in linking.cells if c.literal == "democratic"]
     assert democratic and democratic[0].exact
     assert len(democratic[0].cells) == 3
+
+
+def test_ngrams_go_longest_first_then_left_to_right() -> None:
+    from tabverify.text.linking import ngrams
+
+    assert list(ngrams(3, 2)) == [(0, 2), (1, 3), (0, 1), (1, 2), (2, 3)]
+    assert list(ngrams(2, 5)) == [(0, 2), (0, 1), (1, 2)]
+    assert list(ngrams(0, 3)) == [] and list(ngrams(4, 0)) == []
+
+
+def test_longest_match_wins_over_shorter_overlapping_cells() -> None:
+    table = Table.from_rows(["team", "city"], [["new york", "york"], ["boston", "new york city"]])
+    linking = link("the team from new york city", table)
+    spans = {(c.text, c.literal) for c in linking.cells}
+    # "new york city" names a whole cell; "new york" and "york" inside it are not linked again
+    assert ("new york city", "new york city") in spans
+    assert all(text == "new york city" for text, _ in spans)

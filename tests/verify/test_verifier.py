@@ -21,7 +21,7 @@ def test_verdict_carries_a_program_that_reexecutes(election: Table) -> None:
     verdict = verify(election, "there be 3 incumbent from the democratic party")
     assert verdict.program
     execution = execute(verdict.program, election)
-    assert str(execution.value) == verdict.result
+    assert execution.value is verdict.result
     assert set(execution.evidence) == set(verdict.evidence)
     assert 0.5 <= verdict.confidence <= 1.0
     assert verdict.to_dict()["label"] in ("ENTAILED", "REFUTED")

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from tabverify.program.ranker import Group, Ranker, make_group
 from tabverify.program.search import search
 from tabverify.table import Table, read_tabfact_csv
 from tabverify.text.linking import link
+
+if TYPE_CHECKING:
+    from tabverify.verify.decision import VerdictModel
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +206,7 @@ def _ranker_groups(args: tuple[str, str, list[tuple[str, int]], str]) -> list[Gr
     groups = []
     for statement, label in statements:
         linking = link(statement, table)
-        groups.append(make_group(linking, search(table, linking), table, bool(label)))
+        groups.append(make_group(linking, search(table, linking).candidates, table, bool(label)))
     return groups
 
 
@@ -241,12 +245,14 @@ def train_models(
     jobs: int = 1,
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
-) -> tuple[Ranker, object]:
+) -> tuple[Ranker, VerdictModel]:
     """Train the ranker (weak supervision) and then the verdict model, on disjoint train tables.
 
     Train tables are shuffled with ``seed``; the first ``ranker_tables`` train the ranker, the
     next ``verdict_tables`` (default: all the rest) the verdict model, so the ranker's vote is not
-    judged on its own training data. Only the train split is read.
+    judged on its own training data. Only the train split is read (tests/bench checks this), and
+    nothing is written: save the models where you want them (``Ranker.save``,
+    ``VerdictModel.save``; the CLI's ``train tabfact --out DIR``).
     """
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import VerdictModel
@@ -409,7 +415,7 @@ def search_recall(data_dir: str | Path) -> dict[str, float | int]:
             continue
         total += 1
         linking = link(statement, table)
-        for candidate in search(table, linking):
+        for candidate in search(table, linking).candidates:
             if _signature(str(candidate.program), table) == wanted:
                 hits += 1
                 break

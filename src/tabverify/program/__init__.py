@@ -2,7 +2,7 @@
 
 from tabverify.program.execute import Execution, execute
 from tabverify.program.functions import FUNCTIONS
-from tabverify.program.tree import AllRows, Call, Header, Literal, parse_program, to_text
+from tabverify.program.tree import AllRows, Call, Header, Literal, check_program, parse_program, to_text
 
 __all__ = [
     "FUNCTIONS",
@@ -11,6 +11,7 @@ __all__ = [
     "Execution",
     "Header",
     "Literal",
+    "check_program",
     "execute",
     "parse_program",
     "to_text",

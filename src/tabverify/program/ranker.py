@@ -22,6 +22,7 @@ from tabverify.program.tree import AllRows, Call, Header, Literal, Node
 from tabverify.program.triggers import TRIGGER_WORDS
 from tabverify.table import Table
 from tabverify.text.linking import STOP_WORDS, Linking
+from tabverify.text.spans import Span
 
 N_FEATURES = 1 << 18
 WEIGHTS_FILE = "ranker_weights.npz"
@@ -52,14 +53,48 @@ CUE_WORDS = (
 )
 
 
+@dataclass(frozen=True)
+class _StatementFacts:
+    """What every candidate's features read from the statement and table, computed once."""
+
+    linking: Linking
+    cue_words: list[str]
+    entities: frozenset[Span]
+    numbers: frozenset[Span]
+    named: frozenset[str]
+    cell_columns: frozenset[str]
+    columns_of_span: dict[Span, frozenset[int | None]]
+
+
+def _statement_facts(linking: Linking, table: Table) -> _StatementFacts:
+    # only cue words (triggers and function words) are crossed with the program, so the model
+    # learns how statements are phrased, not which entities appeared in training tables
+    columns_of_span: dict[Span, set[int | None]] = {}
+    for link in linking.cells:
+        columns_of_span.setdefault(link.span, set()).add(link.column)
+    return _StatementFacts(
+        linking=linking,
+        cue_words=sorted({t.stem for t in linking.tokens if t.stem in CUE_WORDS}),
+        entities=frozenset(link.span for link in linking.cells + linking.numbers),
+        numbers=frozenset(link.span for link in linking.numbers),
+        named=frozenset(table.header[link.column] for link in linking.headers if link.column is not None),
+        cell_columns=frozenset(
+            table.header[link.column] for link in linking.cells if link.column is not None
+        ),
+        columns_of_span={span: frozenset(columns) for span, columns in columns_of_span.items()},
+    )
+
+
 def features(linking: Linking, candidate: Candidate, table: Table) -> list[str]:
     """The feature strings of one (statement, program) pair."""
+    return _features(_statement_facts(linking, table), candidate, table)
+
+
+def _features(facts: _StatementFacts, candidate: Candidate, table: Table) -> list[str]:
+    linking, cue_words, named = facts.linking, facts.cue_words, facts.named
     program = candidate.program
     funcs = program.functions
     fset = sorted(set(funcs))
-    # only cue words (triggers and function words) are crossed with the program, so the model
-    # learns how statements are phrased, not which entities appeared in training tables
-    cue_words = sorted({t.stem for t in linking.tokens if t.stem in CUE_WORDS})
     out = [
         f"t:{_template(program)}",
         f"sk:{_skeleton(program)}",
@@ -71,25 +106,22 @@ def features(linking: Linking, candidate: Candidate, table: Table) -> list[str]:
     out += [f"w:{w}|top:{program.func}" for w in cue_words]
     out += [f"w:{w}|sk:{_skeleton(program, 1)}" for w in cue_words]
     # entity coverage
-    entities = {link.span for link in linking.cells} | {link.span for link in linking.numbers}
-    unused = len(entities - candidate.used)
+    unused = len(facts.entities - candidate.used)
     out.append(f"unused:{min(unused, 4)}")
     out.append(f"used:{min(len(candidate.used), 4)}")
     out.append(f"unused:{min(unused, 4)}|top:{program.func}")
-    numbers_unused = len({link.span for link in linking.numbers} - candidate.used)
+    numbers_unused = len(facts.numbers - candidate.used)
     out.append(f"num_unused:{min(numbers_unused, 3)}")
     # do the columns the program reads match the columns the statement names?
-    named = {table.header[link.column] for link in linking.headers if link.column is not None}
-    cell_columns = {table.header[link.column] for link in linking.cells if link.column is not None}
     for header in dict.fromkeys(program.headers):
         out.append("col:named" if header in named else "col:unnamed")
-        out.append("col:celllinked" if header in cell_columns else "col:notcelllinked")
+        out.append("col:celllinked" if header in facts.cell_columns else "col:notcelllinked")
     # partial vs whole-cell literals
     literal_texts = set(program.literals)
     for link in linking.cells:
         if link.literal in literal_texts:
             out.append("lit:exact" if link.exact else "lit:partial")
-            out.append(f"lit:ncols{min(len({lk.column for lk in linking.cells if lk.span == link.span}), 3)}")
+            out.append(f"lit:ncols{min(len(facts.columns_of_span[link.span]), 3)}")
     # which way round a comparison reads: the left argument's entities first in the statement?
     for node in program.walk():
         order = comparison_order(node, linking) if isinstance(node, Call) else None
@@ -148,7 +180,8 @@ class Group:
 
 def make_group(linking: Linking, candidates: Sequence[Candidate], table: Table, label: bool) -> Group:
     """Featurize a statement's candidates for training."""
-    hashed = [hash_features(features(linking, c, table)) for c in candidates]
+    facts = _statement_facts(linking, table)
+    hashed = [hash_features(_features(facts, c, table)) for c in candidates]
     offsets = np.zeros(len(hashed) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(h) for h in hashed])
     indices = np.concatenate(hashed) if hashed else np.zeros(0, dtype=np.int64)

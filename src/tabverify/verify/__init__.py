@@ -1,6 +1,6 @@
 """Verifiers and the Verdict they return."""
 
-from tabverify.verify.table_verifier import TableVerifier, verify
-from tabverify.verify.verdict import Label, Verdict
+from tabverify.verify.table_verifier import Ranking, TableVerifier, verify
+from tabverify.verify.verdict import Alternative, Label, LimitNotice, Verdict
 
-__all__ = ["Label", "TableVerifier", "Verdict", "verify"]
+__all__ = ["Alternative", "Label", "LimitNotice", "Ranking", "TableVerifier", "Verdict", "verify"]

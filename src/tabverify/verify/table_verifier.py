@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tabverify.errors import TabverifyError
-from tabverify.program.execute import execute
+from tabverify.program.execute import execute, json_value
 from tabverify.program.ranker import Ranker
 from tabverify.program.search import Candidate, SearchLimits, search
 from tabverify.table import Table
 from tabverify.text.linking import Linking, link
 from tabverify.verify.decision import VerdictModel, statement_features
-from tabverify.verify.verdict import Label, Verdict
+from tabverify.verify.verdict import Alternative, Label, LimitNotice, Verdict
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A statement's links and candidate programs, best first, with the ranker's probabilities
+    and the search limits that cut the work (names of :class:`SearchLimits` fields)."""
+
+    linking: Linking
+    candidates: list[Candidate]
+    probabilities: np.ndarray
+    cut: tuple[str, ...] = ()
 
 
 class TableVerifier:
@@ -41,37 +53,56 @@ class TableVerifier:
         self.limits = limits or SearchLimits()
         self.alternatives = alternatives
 
-    def candidates(self, table: Table, statement: str) -> tuple[Linking, list[Candidate], np.ndarray]:
-        """The statement's links and all candidate programs with their probabilities (best first)."""
+    def rank(self, table: Table, statement: str) -> Ranking:
+        """The statement's links and all candidate programs with their probabilities (best first).
+
+        Raises:
+            TabverifyError: the statement is longer than ``limits.max_statement_chars``.
+        """
+        if len(statement) > self.limits.max_statement_chars:
+            raise TabverifyError(
+                f"the statement has {len(statement)} characters; at most {self.limits.max_statement_chars} "
+                "are checked (SearchLimits.max_statement_chars): split it into shorter claims"
+            )
         linking = link(statement, table)
         found = search(table, linking, self.limits)
-        if not found:
-            return linking, [], np.zeros(0)
-        scores = self.ranker.score(linking, found, table)
+        if not found.candidates:
+            return Ranking(linking, [], np.zeros(0), found.cut)
+        scores = self.ranker.score(linking, found.candidates, table)
         order = np.argsort(-scores, kind="stable")
         scores = scores[order] - scores.max()
         probabilities = np.exp(scores) / np.exp(scores).sum()
-        return linking, [found[i] for i in order], probabilities
+        return Ranking(linking, [found.candidates[i] for i in order], probabilities, found.cut)
 
     def features(self, table: Table, statement: str) -> dict[str, float]:
         """The verdict model's features for a statement (used for training)."""
-        linking, ranked, probabilities = self.candidates(table, statement)
-        return statement_features(table, linking, ranked, probabilities)
+        ranking = self.rank(table, statement)
+        return statement_features(table, ranking.linking, ranking.candidates, ranking.probabilities)
 
     def verify(self, table: Table, statement: str) -> Verdict:
-        """Decide ENTAILED or REFUTED, with the best program as evidence."""
+        """Decide ENTAILED or REFUTED, with the best program as evidence.
+
+        Raises:
+            TabverifyError: the statement is empty or too long, or the table has no data rows.
+        """
         if not statement or not statement.strip():
             raise TabverifyError("the statement is empty; give a sentence to check against the table")
         if not table.n_rows:
             raise TabverifyError(
                 f"{table.name or 'the table'} has no data rows: nothing to check a statement against"
             )
-        linking, ranked, probabilities = self.candidates(table, statement)
-        p_entailed = self.model.probability(statement_features(table, linking, ranked, probabilities))
+        ranking = self.rank(table, statement)
+        ranked, probabilities = ranking.candidates, ranking.probabilities
+        p_entailed = self.model.probability(statement_features(table, ranking.linking, ranked, probabilities))
         wanted = p_entailed >= 0.5
+        limits = tuple(
+            LimitNotice(name, getattr(self.limits, name), self.limits.describe(name))
+            for name in ranking.cut
+            if name in SearchLimits.REPORTED
+        )
         if not ranked:
             label = Label.ENTAILED if wanted else Label.REFUTED
-            return Verdict(statement, label, "", "", max(p_entailed, 1 - p_entailed))
+            return Verdict(statement, label, "", None, max(p_entailed, 1 - p_entailed), limits=limits)
         # the evidence is the best-ranked program that supports the decision; when no program
         # does, the best program decides (a verdict is never left without a supporting program)
         supporting = [i for i, c in enumerate(ranked) if c.value == wanted]
@@ -82,16 +113,18 @@ class TableVerifier:
         confidence = p_entailed if entailed else 1 - p_entailed
         others = [i for i in range(len(ranked)) if i != chosen][: self.alternatives]
         alternatives = tuple(
-            (str(ranked[i].program), str(ranked[i].value), float(probabilities[i])) for i in others
+            Alternative(str(ranked[i].program), json_value(ranked[i].value), float(probabilities[i]))
+            for i in others
         )
         return Verdict(
             statement,
             Label.ENTAILED if entailed else Label.REFUTED,
             str(best.program),
-            execution.display,
+            execution.json,
             max(0.5, min(1.0, confidence)) if supporting else 0.5,
             tuple(sorted(execution.evidence, key=lambda r: (r.row, r.column))),
             alternatives,
+            limits,
         )
 
 

@@ -7,6 +7,10 @@ from enum import StrEnum
 
 from tabverify.table import CellRef
 
+ResultValue = bool | int | float | str | list[int] | None
+"""A program's result as JSON sees it: a boolean, a number, text (a cell or a value as written),
+the 0-based data rows of a view, or None when there is no program."""
+
 
 class Label(StrEnum):
     """Verdict labels shared by all verifiers (tables use the first two)."""
@@ -14,6 +18,38 @@ class Label(StrEnum):
     ENTAILED = "ENTAILED"
     REFUTED = "REFUTED"
     NOT_ENOUGH_INFO = "NOT ENOUGH INFO"
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """A runner-up program: its text, its result and the ranker's probability for it."""
+
+    program: str
+    result: ResultValue
+    probability: float
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"program": self.program, "result": self.result, "probability": round(self.probability, 4)}
+
+
+@dataclass(frozen=True, slots=True)
+class LimitNotice:
+    """A bound on the work that cut this verification (the verdict may have missed a reading).
+
+    Attributes:
+        limit: the name of the limit (a field of ``SearchLimits`` for table verifiers).
+        value: its setting.
+        message: what it means, in one sentence for users.
+    """
+
+    limit: str
+    value: int
+    message: str
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {"limit": self.limit, "value": self.value, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -24,27 +60,40 @@ class Verdict:
         statement: the statement as given.
         label: ENTAILED, REFUTED (or NOT ENOUGH INFO for verifiers that can abstain).
         program: the evidence program in the TabFact brace syntax ("" when none was found).
-        result: what the program returned, as text ("True"/"False").
+        result: what the program returned (a boolean for the programs a verifier picks; None
+            when no program was found); :attr:`result_text` is how users see it.
         confidence: the verifier's probability that the label is right, in [0.5, 1].
         evidence: the table cells the program read.
         alternatives: the next-best programs with their results, best first.
+        limits: the bounds that cut the work for this statement (empty on ordinary input).
     """
 
     statement: str
     label: Label
     program: str
-    result: str
+    result: ResultValue
     confidence: float
     evidence: tuple[CellRef, ...] = ()
-    alternatives: tuple[tuple[str, str, float], ...] = field(default=())
+    alternatives: tuple[Alternative, ...] = field(default=())
+    limits: tuple[LimitNotice, ...] = field(default=())
 
     @property
     def entailed(self) -> bool:
         """True when the label is ENTAILED."""
         return self.label is Label.ENTAILED
 
+    @property
+    def result_text(self) -> str:
+        """The result as users read it: ``True``/``False``, a number, text, ``rows 1, 2``."""
+        return result_text(self.result)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One sentence per limit that cut the work, for the user."""
+        return tuple(notice.message for notice in self.limits)
+
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict: ``result`` is a JSON boolean, number, string, list of rows or null."""
         return {
             "statement": self.statement,
             "label": self.label.value,
@@ -52,7 +101,18 @@ class Verdict:
             "result": self.result,
             "confidence": round(self.confidence, 4),
             "evidence": [{"row": ref.row, "column": ref.column} for ref in self.evidence],
-            "alternatives": [
-                {"program": p, "result": r, "probability": round(s, 4)} for p, r, s in self.alternatives
-            ],
+            "alternatives": [alternative.to_dict() for alternative in self.alternatives],
+            "limits": [notice.to_dict() for notice in self.limits],
         }
+
+
+def result_text(result: ResultValue) -> str:
+    """How a result reads for users: ``True``/``False``, ``3``, ``2.5``, text, ``rows 1, 2``
+    (1-based, as rows are numbered on screen), ``""`` for no result."""
+    if result is None:
+        return ""
+    if isinstance(result, bool):
+        return str(result)
+    if isinstance(result, list):
+        return f"rows {', '.join(str(r + 1) for r in result)}"
+    return str(result)
