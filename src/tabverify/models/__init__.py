@@ -9,7 +9,9 @@ import numpy as np
 
 from tabverify.errors import ModelError
 
-TRAIN_HINT = "train it with `tabverify train tabfact --data DIR`"
+TRAIN_HINT = (
+    "train models with `tabverify train tabfact --data DIR --out DIR` and use them with `--models DIR`"
+)
 
 
 def read_arrays(filename: str, path: str | Path | None = None) -> dict[str, np.ndarray]:

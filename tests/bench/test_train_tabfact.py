@@ -1,0 +1,157 @@
+"""Training reads the train split and nothing else: a tiny TabFact release is built here, its val
+and test files are garbage, and any attempt to open them fails the test."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tabverify.bench.tabfact import train_models
+from tabverify.program.ranker import WEIGHTS_FILE, Ranker
+from tabverify.table import load_table
+from tabverify.verify import Label, TableVerifier
+from tabverify.verify.decision import MODEL_FILE, VerdictModel
+
+PARTIES = ["democratic", "republican", "whig", "green"]
+FIRST = ["john", "mary", "alan", "lisa", "tom", "ann", "bob", "cy"]
+LAST = ["smith", "jones", "brown", "white", "green", "black", "stone", "hill"]
+
+# every path opened while this is set is checked against it (an audit hook cannot be removed,
+# so it stays installed and only watches while a test sets it)
+_FORBIDDEN: list[Path] = []
+_OPENED: list[str] = []
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event != "open" or not _FORBIDDEN or not isinstance(args[0], (str, Path)):
+        return
+    path = Path(args[0]).resolve()
+    if any(path == forbidden or forbidden in path.parents for forbidden in _FORBIDDEN):
+        _OPENED.append(str(path))
+        raise PermissionError(f"training opened {path}, which belongs to val or test")
+
+
+sys.addaudithook(_audit)
+
+
+def _table(seed: int) -> list[list[str]]:
+    rows = [["district", "incumbent", "party", "first elected", "votes"]]
+    for i in range(6):
+        k = seed + i
+        rows.append(
+            [
+                f"ohio {i + 1}",
+                f"{FIRST[k % 8]} {LAST[(3 * k + 1) % 8]}",
+                PARTIES[(k * 5 + seed) % 3],
+                str(1980 + (7 * k) % 23),
+                f"{40 + (11 * k) % 30},{100 + (37 * k) % 900}",
+            ]
+        )
+    return rows
+
+
+def _statements(rows: list[list[str]]) -> tuple[list[str], list[int]]:
+    """True and false statements of the kinds the search has programs for."""
+    data = rows[1:]
+    statements, labels = [], []
+    for i, row in enumerate(data):
+        other = data[(i + 1) % len(data)]
+        statements += [f"{row[1]} be first elected in {row[3]}", f"{row[1]} be first elected in {other[3]}"]
+        labels += [1, 0 if other[3] != row[3] else 1]
+        statements += [f"{row[1]} be from the {row[2]} party", f"{row[1]} be from the {other[2]} party"]
+        labels += [1, 0 if other[2] != row[2] else 1]
+    for party in PARTIES[:3]:
+        n = sum(row[2] == party for row in data)
+        statements += [f"there be {n} {party} incumbent", f"there be {n + 1} {party} incumbent"]
+        labels += [1, 0]
+    top = max(data, key=lambda row: int(row[4].replace(",", "")))
+    low = min(data, key=lambda row: int(row[4].replace(",", "")))
+    statements += [
+        f"{top[1]} receive the highest number of vote",
+        f"{low[1]} receive the highest number of vote",
+    ]
+    labels += [1, 0]
+    return statements, labels
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Path:
+    """A TabFact release with 8 train tables; val and test hold garbage and their own tables."""
+    root = tmp_path / "tabfact"
+    (root / "data" / "all_csv").mkdir(parents=True)
+    (root / "tokenized_data").mkdir()
+    train: dict[str, list] = {}
+    for t in range(8):
+        table_id = f"1-{t}-1.html.csv"
+        rows = _table(t)
+        (root / "data" / "all_csv" / table_id).write_text("\n".join("#".join(r) for r in rows) + "\n")
+        statements, labels = _statements(rows)
+        train[table_id] = [statements, labels, f"election {t}"]
+    (root / "tokenized_data" / "train_examples.json").write_text(json.dumps(train))
+    (root / "data" / "train_id.json").write_text(json.dumps(sorted(train)))
+    garbage = b"\x00\xff not json {{{"
+    for name in ("val", "test"):
+        (root / "tokenized_data" / f"{name}_examples.json").write_bytes(garbage)
+        (root / "data" / f"{name}_id.json").write_bytes(garbage)
+        (root / "data" / "all_csv" / f"2-{name}-1.html.csv").write_bytes(garbage)
+    for name in ("simple_test", "complex_test", "small_test"):
+        (root / "data" / f"{name}_id.json").write_bytes(garbage)
+    return root
+
+
+def _held_out(root: Path) -> list[Path]:
+    paths = [root / "tokenized_data" / f"{name}_examples.json" for name in ("val", "test")]
+    paths += [
+        root / "data" / f"{name}_id.json"
+        for name in ("val", "test", "simple_test", "complex_test", "small_test")
+    ]
+    paths += [root / "data" / "all_csv" / f"2-{name}-1.html.csv" for name in ("val", "test")]
+    return [p.resolve() for p in paths]
+
+
+def test_training_reads_only_the_train_split_and_produces_loadable_models(
+    release: Path, tmp_path: Path
+) -> None:
+    stages: set[str] = set()
+    _FORBIDDEN[:] = _held_out(release)
+    _OPENED.clear()
+    try:
+        # the guard works: reading a held-out file fails
+        with pytest.raises(PermissionError):
+            (release / "tokenized_data" / "val_examples.json").read_bytes()
+        _OPENED.clear()
+        ranker, model = train_models(
+            release, ranker_tables=4, jobs=1, progress=lambda stage, done, total: stages.add(stage)
+        )
+    finally:
+        _FORBIDDEN.clear()
+    assert _OPENED == []
+    assert {"ranker: search", "verdict: features", "verdict: fit"} <= stages
+    assert np.count_nonzero(ranker.weights) > 0  # the ranker learned from the weak positives
+    assert isinstance(model, VerdictModel) and model.vocabulary
+    out = tmp_path / "models"
+    out.mkdir()
+    ranker.save(out / WEIGHTS_FILE)
+    model.save(out / MODEL_FILE)
+    loaded_ranker, loaded_model = Ranker.load(out / WEIGHTS_FILE), VerdictModel.load(out / MODEL_FILE)
+    assert loaded_model.vocabulary == model.vocabulary
+    kept = np.where(np.abs(ranker.weights) > 1e-4, ranker.weights, 0.0)  # what save() writes, as float16
+    assert np.count_nonzero(loaded_ranker.weights) == np.count_nonzero(kept) > 0
+    assert np.allclose(loaded_ranker.weights, kept, rtol=1e-2, atol=1e-3)
+    verifier = TableVerifier(ranker=out / WEIGHTS_FILE, model=out / MODEL_FILE)
+    table = load_table(release / "data" / "all_csv" / "1-0-1.html.csv")
+    verdict = verifier.verify(table, f"{table.rows[0][1].text} be first elected in {table.rows[0][3].text}")
+    assert verdict.label in (Label.ENTAILED, Label.REFUTED) and verdict.program
+
+
+def test_training_splits_tables_between_ranker_and_verdict_model(release: Path) -> None:
+    # the verdict model is fitted on tables the ranker did not see: with every table given to
+    # the ranker, no statement is left for the verdict model and its vocabulary stays empty
+    _, model = train_models(release, ranker_tables=8, jobs=1)
+    assert model.vocabulary == {}
+    _, model = train_models(release, ranker_tables=4, jobs=1)
+    assert model.vocabulary
