@@ -215,7 +215,11 @@ def read_conllu(path: str | Path) -> list[Document]:
 
 
 def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -> None:
-    closes: list[tuple[str, str | None]] = []
+    """Apply one word's Entity brackets in their order, as udapi does: the word belongs to every
+    mention still open; a closing bracket ends the latest open mention of its entity, an opening
+    one starts a mention here, a one-word bracket is a whole mention (or part) by itself."""
+    for opened in state.open:
+        opened.words.append(index)
     position = 0
     for match in BRACKET.finditer(value):
         if value[position : match.start()].strip():
@@ -224,47 +228,53 @@ def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -
         if match.group("open"):
             entity, part = match.group("open"), match.group("part")
             head = _head_index(match.group("attrs"), state.fields, where)
-            opened = _Open(entity + (part or ""), [], head)
-            state.open.append(opened)
+            opened = _Open(entity + (part or ""), [index], head)
             if match.group("single"):
-                closes.append((entity, part))
-        else:
-            closes.append((match.group("close"), match.group("cpart")))
-    if value[position:].strip():
-        raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
-    for opened in state.open:
-        opened.words.append(index)
-    for entity, part in closes:
+                _finish(state, opened, entity, part, where)
+            else:
+                state.open.append(opened)
+            continue
+        entity, part = match.group("close"), match.group("cpart")
         key = entity + (part or "")
         for i in range(len(state.open) - 1, -1, -1):
             if state.open[i].entity == key:
-                opened = state.open.pop(i)
+                _finish(state, state.open.pop(i), entity, part, where)
                 break
         else:
             raise CorefFormatError(f"{where}: '{key})' closes a mention of {entity} that is not open")
-        if part is None:
-            opened.entity = entity
-            state.finish(opened, where)
-            continue
-        number, total = (int(x) for x in part.strip("[]").split("/"))
-        collected = state.pending.setdefault(entity, _Open(entity, [], opened.head))
-        collected.words.extend(opened.words)
-        if number == 1 and opened.head is not None:
-            collected.head = opened.head
-        if number == total:
-            state.finish(state.pending.pop(entity), where)
+    if value[position:].strip():
+        raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
+
+
+def _finish(state: _DocumentState, opened: _Open, entity: str, part: str | None, where: str) -> None:
+    """A closed bracket: a mention, or one part of a discontinuous mention (complete at its last)."""
+    if part is None:
+        opened.entity = entity
+        state.finish(opened, where)
+        return
+    number, total = (int(x) for x in part.strip("[]").split("/"))
+    collected = state.pending.setdefault(entity, _Open(entity, [], opened.head))
+    collected.words.extend(opened.words)
+    if number == 1 and opened.head is not None:
+        collected.head = opened.head
+    if number == total:
+        state.finish(state.pending.pop(entity), where)
 
 
 def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
-    """Write token-based documents as CorefUD CoNLL-U (one sentence per text line; heads kept)."""
+    """Write token-based documents as CorefUD CoNLL-U (one sentence per text line; heads kept).
+
+    The format pairs the parts of a discontinuous mention (``e1[1/2]``, ``e1[2/2]``) by entity, so
+    an entity with two discontinuous mentions reads back as written only when they do not interleave.
+    """
     lines: list[str] = []
     for doc in documents:
         if not doc.words:
             raise CorefFormatError(f"document {doc.doc_id!r} has no words; CoNLL-U needs a token document")
         lines += [f"# newdoc id = {doc.doc_id}", "# global.Entity = eid-etype-head-other"]
         index = {span: i for i, span in enumerate(doc.words)}
-        opens: dict[int, list[str]] = {}
-        closes: dict[int, list[str]] = {}
+        opens: dict[int, list[tuple[int, str]]] = {}  # word -> (run length, bracket)
+        closes: dict[int, list[tuple[int, str]]] = {}  # word -> (run start, bracket)
         for e, entity in enumerate(doc.entities, start=1):
             for mention in entity:
                 words = [index[u] for u in mention.units]
@@ -273,14 +283,10 @@ def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
                 groups = [words] if contiguous else _runs(words)
                 for p, run in enumerate(groups, start=1):
                     part = "" if len(groups) == 1 else f"[{p}/{len(groups)}]"
-                    if len(run) == 1 and len(groups) == 1:
-                        opens.setdefault(run[0], []).append(f"(e{e}{part}-x-{head}-)")
-                        continue
-                    opens.setdefault(run[0], []).append(
-                        f"(e{e}{part}-x-{head}-" + (")" if len(run) == 1 else "")
-                    )
+                    single = ")" if len(run) == 1 else ""
+                    opens.setdefault(run[0], []).append((len(run), f"(e{e}{part}-x-{head}-{single}"))
                     if len(run) > 1:
-                        closes.setdefault(run[-1], []).append(f"e{e}{part})")
+                        closes.setdefault(run[-1], []).append((run[0], f"e{e}{part})"))
         sentence, token = 0, 0
         lines.append("# sent_id = 1")
         for i, span in enumerate(doc.words):
@@ -289,7 +295,10 @@ def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
                 token = 0
                 lines += ["", f"# sent_id = {sentence + 1}"]
             token += 1
-            entity = "".join(opens.get(i, [])) + "".join(reversed(closes.get(i, [])))
+            # udapi's rules: closing brackets first, shorter mentions closing first; then opening
+            # brackets, longer mentions first (one-word brackets last), so brackets nest
+            entity = "".join(b for _, b in sorted(closes.get(i, []), key=lambda c: -c[0]))
+            entity += "".join(b for _, b in sorted(opens.get(i, []), key=lambda o: -o[0]))
             misc = f"Entity={entity}" if entity else "_"
             lines.append("\t".join([str(token), span.of(doc.text), "_", "_", "_", "_", "0", "_", "_", misc]))
         lines.append("")

@@ -4,7 +4,8 @@
 one object per line), including the IAHLT layout
 (``{"text", "clusters": [{"mentions": [[start, end, {...}]]}]}``) where U+200B marks morpheme
 boundaries. Offsets are 0-based characters, end exclusive; a mention's optional third element is an
-object that may give its ``kind`` and ``subkind``. Every value is checked: anything else is a
+object that may give its ``kind`` and ``subkind`` (a given kind has no subkind unless one is given;
+otherwise both are read from the text, see :func:`~tabverify.coref.document.classify_span`). Every value is checked: anything else is a
 :class:`CorefFormatError` naming the document and the mention.
 """
 
@@ -40,7 +41,10 @@ def _mention(item: object, text: str, where: str) -> Mention:
         )
     span = Span(start, end)
     kind, subkind = classify_span(text, span)
-    kind, subkind = extra.get("kind") or kind, extra.get("subkind", subkind)
+    if "kind" in extra:  # a given kind comes with its own subkind (none unless given)
+        kind, subkind = extra["kind"], extra.get("subkind")
+    elif "subkind" in extra:
+        subkind = extra["subkind"]
     if kind not in KINDS or (subkind is not None and subkind not in SUBKINDS):
         raise CorefFormatError(
             f"{where}: mention {item!r}: kind must be one of {', '.join(KINDS)} and subkind one of "
@@ -116,11 +120,7 @@ def write_json(documents: Iterable[Document], path: str | Path) -> None:
     with Path(path).open("w", encoding="utf-8") as out:
         for doc in documents:
             clusters = [
-                [
-                    [m.start, m.end, {"kind": m.kind, **({"subkind": m.subkind} if m.subkind else {})}]
-                    for m in e
-                ]
-                for e in doc.entities
+                [[m.start, m.end, {"kind": m.kind, "subkind": m.subkind}] for m in e] for e in doc.entities
             ]
             record = {"doc_id": doc.doc_id, "text": doc.text, "clusters": clusters}
             out.write(json.dumps(record, ensure_ascii=False, allow_nan=False))
