@@ -200,7 +200,20 @@ def score(
             (zeros are first paired by their enhanced dependencies within a sentence).
         blanc_variant: ``conll`` (reference scorer) or ``corefud`` (see :func:`blanc_score`).
         kind_weights: optional weights of key mentions by kind (``{"subword": 2.0}``) for the
-            ``weighted`` mention-detection view; the headline metrics never use them.
+            ``weighted`` mention-detection view; the headline metrics never use them. Kinds are
+            ``word``, ``subword``, ``phrase``, ``embedded_pronoun`` and ``clitic``; each weight a
+            finite number >= 0.
+
+    A mention listed more than once is scored by the convention of the key document's format
+    (:data:`tabverify.coref.document.CONVENTIONS`: CoNLL-2012 as the Perl reference scorer, CoNLL-U as
+    the CorefUD scorer, JSON keeping the first entity), and each is a line of ``warnings``, as is a
+    bound that cut an alignment's search (never on real annotation; see :mod:`tabverify.coref.align`).
+
+    Raises:
+        TabverifyError: an unknown option, a threshold outside (0, 1], a bad kind weight, documents
+            that do not pair up (:func:`pair_documents`), or - only for degenerate input - more
+            mentions listed in several entities than the CoNLL BLANC can count, or CEAF entities too
+            entangled to align within the work budget.
     """
     if match not in MATCH_MODES:
         raise TabverifyError(f"unknown matching {match!r}; use one of {', '.join(MATCH_MODES)}")
