@@ -9,9 +9,15 @@ one warning per such mention, so the result lists each of them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 from tabverify.coref.document import Document, Mention
+
+
+def last_listing(clusters: Sequence[Sequence[Hashable]]) -> dict[Hashable, int]:
+    """Each id's cluster: the last one that lists it, as both reference scorers look it up."""
+    return {m: i for i, cluster in enumerate(clusters) for m in cluster}
+
 
 MAX_WARNINGS = 100
 """Mentions listed more than once that are named one by one, per document and side."""

@@ -16,11 +16,12 @@ self-contained: no scripts, nothing loaded.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 
 from tabverify.coref.document import Document, Mention, text_order
+from tabverify.coref.duplicates import last_listing
 from tabverify.coref.score import CorefResult, DocumentAlignment
 
 _STYLE = """
@@ -41,11 +42,6 @@ _NEUTRAL = "#555"  # a system entity that stands for no gold entity
 
 def _colour(index: int) -> str:
     return f"hsl({(index * 137.508) % 360:.0f}, 65%, 38%)"
-
-
-def _entity_of(entities: Sequence[Sequence[Mention]]) -> dict[Mention, int]:
-    """Each mention's entity: the last one listing it, as the metrics look it up."""
-    return {m: i for i, entity in enumerate(entities) for m in entity}
 
 
 @dataclass(frozen=True)
@@ -83,7 +79,7 @@ def _marked(doc: Document, brackets: Mapping[Mention, _Bracket]) -> str:
 def system_stands_for(scored: DocumentAlignment) -> dict[int, int]:
     """System entity -> the gold entity it stands for: the one most of its aligned mentions belong
     to (ties to the lower gold entity); system entities without aligned mentions are absent."""
-    gold_of = _entity_of(scored.key_entities)
+    gold_of = last_listing(scored.key_entities)
     stands_for = {}
     for j, entity in enumerate(scored.response_entities):
         votes = Counter(gold_of[scored.alignment[m]] for m in entity if m in scored.alignment)
@@ -95,7 +91,7 @@ def system_stands_for(scored: DocumentAlignment) -> dict[int, int]:
 def wrong_links(scored: DocumentAlignment) -> set[Mention]:
     """Aligned system mentions whose system entity stands for another gold entity than their
     partner's (:func:`system_stands_for`)."""
-    gold_of, system_of = _entity_of(scored.key_entities), _entity_of(scored.response_entities)
+    gold_of, system_of = last_listing(scored.key_entities), last_listing(scored.response_entities)
     stands_for = system_stands_for(scored)
     return {s for s, k in scored.alignment.items() if stands_for.get(system_of[s]) != gold_of[k]}
 
@@ -104,7 +100,7 @@ def _section(scored: DocumentAlignment) -> str:
     key, response, alignment = scored.key, scored.response, scored.alignment
     key_mentions = list(dict.fromkeys(m for e in scored.key_entities for m in e))
     response_mentions = list(dict.fromkeys(m for e in scored.response_entities for m in e))
-    gold_of, system_of = _entity_of(scored.key_entities), _entity_of(scored.response_entities)
+    gold_of, system_of = last_listing(scored.key_entities), last_listing(scored.response_entities)
     stands_for, wrong = system_stands_for(scored), wrong_links(scored)
 
     def gold(i: int) -> str:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from tabverify.coref.align import candidate_pairs
 from tabverify.coref.assignment import max_weight_matching
 from tabverify.coref.document import Mention, text_order
+from tabverify.coref.duplicates import last_listing
 from tabverify.errors import TabverifyError
 
 Cluster = Sequence[Hashable]
@@ -88,11 +89,6 @@ class Score:
         return {"recall": self.recall, "precision": self.precision, "f1": self.f1}
 
 
-def _last(clusters: Clusters) -> dict[Hashable, int]:
-    """Each id's cluster: the last one that lists it."""
-    return {m: i for i, cluster in enumerate(clusters) for m in cluster}
-
-
 def _every(clusters: Clusters) -> dict[Hashable, list[int]]:
     """Each id's clusters: every one that lists it, once each, in order."""
     where: dict[Hashable, list[int]] = {}
@@ -120,13 +116,13 @@ def _muc_side(clusters: Clusters, other: dict[Hashable, int]) -> tuple[float, fl
 
 def muc(key: Clusters, response: Clusters, convention: str = "corefud") -> Counts:
     """MUC counts (``conll``: the correct links are counted on the response side, for both)."""
-    rn, rd = _muc_side(key, _last(response))
-    pn, pd = _muc_side(response, _last(key))
+    rn, rd = _muc_side(key, last_listing(response))
+    pn, pd = _muc_side(response, last_listing(key))
     return Counts(pn if convention == "conll" else rn, rd, pn, pd)
 
 
 def _b_cubed_side(clusters: Clusters, other_clusters: Clusters) -> tuple[float, float]:
-    other = _last(other_clusters)
+    other = last_listing(other_clusters)
     num = den = 0.0
     for cluster in clusters:
         counts = Counter(other[m] for m in cluster if m in other)
@@ -147,7 +143,7 @@ def b_cubed(key: Clusters, response: Clusters, convention: str = "corefud") -> C
 def _b_cubed_conll(key: Clusters, response: Clusters) -> Counts:
     """The reference scorer's B3: for each response mention m in R with key entity K (the last one
     listing m), c = |{r in R listed in K}|; precision adds c/|R|, recall adds c/|K|."""
-    last, every = _last(key), _every(key)
+    last, every = last_listing(key), _every(key)
     rn = pn = 0.0
     for cluster in response:
         listed_in = Counter(k for m in cluster for k in every.get(m, ()))
@@ -189,7 +185,7 @@ def ceafe(key: Clusters, response: Clusters, convention: str = "corefud") -> Cou
 
 
 def _lea_side(clusters: Clusters, other_clusters: Clusters) -> tuple[float, float]:
-    other = _last(other_clusters)
+    other = last_listing(other_clusters)
     num = den = 0.0
     for cluster in clusters:
         size = len(cluster)
@@ -224,7 +220,7 @@ def blanc(key: Clusters, response: Clusters, convention: str = "corefud") -> tup
     """
     if convention == "conll":
         return _blanc_conll(key, response)
-    response_of = _last(response)
+    response_of = last_listing(response)
     found: Counter[tuple[int, int]] = Counter()  # (key entity, response entity) -> copies
     for i, cluster in enumerate(key):
         for m in cluster:
@@ -284,7 +280,7 @@ def _blanc_conll(key: Clusters, response: Clusters) -> tuple[Counts, Counts]:
     which keeps the links both sides share in closed form."""
     key_coref, key_non, single, shared = _link_sets(key, "key")
     response_coref, response_non, _, _ = _link_sets(response, "response")
-    response_of = _last(response)
+    response_of = last_listing(response)
 
     def together(pair: frozenset[Hashable]) -> bool:
         a, b = pair

@@ -21,8 +21,10 @@ METRIC_NAMES = ("muc", "b_cubed", "ceafm", "ceafe", "blanc", "lea")
 
 @dataclass(frozen=True)
 class DocumentAlignment:
-    """What was scored for one document pair: the entities after the singleton and zero options,
-    and the alignment (response mention -> key mention). The HTML view draws from it."""
+    """What was scored for one document pair: the entities after the format's convention for
+    mentions listed twice and the singleton and zero options (a mention may still be listed in two
+    entities: it belongs to the last, see :func:`tabverify.coref.duplicates.last_listing`), and the
+    alignment (response mention -> key mention). The HTML view draws from it."""
 
     key: Document
     response: Document
