@@ -39,8 +39,12 @@ def outcome(path: Path, **options: object) -> list[Document] | None:
     return docs
 
 
+_ROOT = tempfile.TemporaryDirectory(prefix="coref-properties-")  # removed when the run ends
+
+
 def in_tmp(name: str, content: str | bytes) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="coref-prop-"))
+    """A fresh folder with one file (hypothesis examples cannot use pytest's tmp_path)."""
+    folder = Path(tempfile.mkdtemp(dir=_ROOT.name))
     path = folder / name
     if isinstance(content, bytes):
         path.write_bytes(content)
