@@ -76,3 +76,16 @@ def test_program_run_bad_program_exits_2(election_path: Path) -> None:
     result = run("program", "run", str(election_path), "eq{count{all_rows}; 3")
     assert result.returncode == 2
     assert "missing '}'" in result.stderr
+
+
+def test_check_json_results_are_json_booleans(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones be first elected in 1986", "--json")
+    verdict = json.loads(result.stdout)["verdicts"][0]
+    assert verdict["result"] is True and verdict["limits"] == []
+    assert all(isinstance(a["result"], bool) for a in verdict["alternatives"])
+
+
+def test_check_refuses_a_statement_beyond_the_limit_in_one_line(election_path: Path) -> None:
+    result = run("check", str(election_path), "mary jones " * 5_000)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr

@@ -71,7 +71,9 @@ def check(
         list[str],
         typer.Argument(metavar="STATEMENT", help="One or more statements to check", show_default=False),
     ],
-    caption: Annotated[str, typer.Option(metavar="TEXT", help="The table's caption (context for the statement)")] = "",
+    caption: Annotated[
+        str, typer.Option(metavar="TEXT", help="The table's caption (context for the statement)")
+    ] = "",
     models: Annotated[
         Path | None,
         typer.Option(
@@ -107,10 +109,10 @@ def check(
                     f" ({verdict.confidence:.0%})  {verdict.statement}",
                 )
             )
-            for note in getattr(verdict, "warnings", ()):
+            for note in verdict.warnings:
                 warn(note)
             if verdict.program:
-                out.print(f"  program: {verdict.program} = {verdict.result}")
+                out.print(f"  program: {verdict.program} = {verdict.result_text}")
             else:
                 out.print("  program: none found (the statement's values could not be linked to the table)")
             if verdict.evidence:
