@@ -39,7 +39,19 @@ def test_numeric_tokens_are_read_with_their_value(token: str, expected: Decimal)
 
 
 @pytest.mark.parametrize(
-    "token", ["1e999999", "1e400", "1e-400", "9" * 400, "1e" + "9" * 50, "abc", "1.2.3", ""]
+    "token",
+    [
+        "1e999999",
+        "1958e999999",
+        "0e999999",
+        "1e400",
+        "1e-400",
+        "9" * 400,
+        "1e" + "9" * 50,
+        "abc",
+        "1.2.3",
+        "",
+    ],
 )
 def test_out_of_range_or_malformed_tokens_are_not_numbers(token: str) -> None:
     assert parse_decimal(token) is None

@@ -27,17 +27,18 @@ _MULTI = re.compile(r"^\\multi(column|row)\s*")
 _ROW_SPACING = re.compile(r"\[[^\]\n]{0,40}\]")  # the optional [2pt] after \\
 _FLOAT_BEGIN = re.compile(r"\\begin\{(?:table|longtable)")
 _FLOAT_END = re.compile(r"\\end\{table")
-_CAPTION_REACH = 20_000  # how far from its tabular a float's \caption is looked for
+_CAPTION = re.compile(r"\\caption\*?\s*(?:\[[^\]]*\])?\s*\{")
 
 
 def _strip_comments(text: str) -> str:
     return re.sub(r"(?<!\\)%[^\n]*", "", text)
 
 
-def _group(text: str, start: int) -> tuple[str, int]:
-    """The brace group beginning at ``start`` (which must be '{'): its content and the index after."""
+def _group(text: str, start: int, stop: int | None = None) -> tuple[str, int]:
+    """The brace group beginning at ``start`` (which must be '{') and closing before ``stop`` (default:
+    the end of the text): its content and the index after."""
     depth = 0
-    for i in range(start, len(text)):
+    for i in range(start, len(text) if stop is None else stop):
         ch = text[i]
         if ch == "\\":
             continue
@@ -231,29 +232,32 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
 
 
 class _Floats:
-    """Where the ``table`` floats of a text begin and end, found once (finding them again for each
-    of thousands of tabulars would take time growing with the square of the text)."""
+    """Where the ``table`` floats and ``\\caption`` commands of a text are, found once: looking them up
+    again for each of thousands of tabulars would take time growing with the square of the text."""
 
     def __init__(self, tex: str) -> None:
         self.tex = tex
         self.begins = [m.start() for m in _FLOAT_BEGIN.finditer(tex)]
         self.ends = [m.start() for m in _FLOAT_END.finditer(tex)]
+        self.captions = [(m.start(), m.end() - 1) for m in _CAPTION.finditer(tex)]  # (start, its "{")
+        self._read: dict[tuple[int, int], str] = {}
 
     def caption(self, start: int, end: int) -> str:
-        """The ``\\caption`` of the float around the tabular at ``start:end``, or ""."""
-        # the last float opened before the tabular (a longtable is its own float)
-        at = bisect.bisect_right(self.begins, start) - 1
-        if at < 0 or start - self.begins[at] > _CAPTION_REACH:
+        """The first ``\\caption`` of the float around the tabular at ``start:end``, or ""."""
+        at = bisect.bisect_right(self.begins, start) - 1  # the last float opened before it
+        if at < 0:
             return ""
         float_start = self.begins[at]
         after = bisect.bisect_left(self.ends, end)
         float_end = self.ends[after] if after < len(self.ends) else len(self.tex)
-        region = self.tex[float_start : min(float_end, end + _CAPTION_REACH)]
-        m = re.search(r"\\caption\*?\s*(?:\[[^\]]*\])?\s*\{", region)
-        if not m:
+        first = bisect.bisect_left(self.captions, (float_start, -1))
+        if first == len(self.captions) or self.captions[first][0] >= float_end:
             return ""
-        try:
-            text, _ = _group(region, m.end() - 1)
-        except TableError:
-            return ""
-        return " ".join(text.split())
+        key = (first, float_end)
+        if key not in self._read:  # the tabulars of one float share its caption, read once
+            try:
+                text, _ = _group(self.tex, self.captions[first][1], float_end)
+            except TableError:
+                text = ""
+            self._read[key] = " ".join(text.split())
+        return self._read[key]

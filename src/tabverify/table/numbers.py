@@ -71,13 +71,13 @@ def parse_decimal(token: str) -> Decimal | None:
         return None  # an exponent of a million digits is refused before Decimal sees it
     try:
         value = Decimal(mantissa.rstrip(".") or "0")
-        if exponent:
-            value = value.scaleb(int(exponent))
+        shift = int(exponent) if exponent else 0
     except (InvalidOperation, ValueError):
         return None
-    if value and abs(value.adjusted()) > MAX_EXPONENT:
+    # the magnitude is checked before scaling: scaling past Decimal's own range raises Overflow
+    if abs((value.adjusted() if value else 0) + shift) > MAX_EXPONENT:
         return None
-    return value
+    return value.scaleb(shift) if shift else value
 
 
 def decimals_of(value: Decimal) -> int:
