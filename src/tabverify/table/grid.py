@@ -80,9 +80,9 @@ class GridCell:
 class Grid:
     """A rectangular grid of cells with its caption.
 
-    Build one with :meth:`from_rows` or a reader (:func:`tabverify.table.read_html_tables`,
-    :func:`tabverify.table.read_latex_tables`, :func:`tabverify.table.read_markdown_table`,
-    :func:`tabverify.table.load_grid`).
+    Build one with :meth:`from_rows`, :meth:`from_table` or a reader (:func:`tabverify.table.read_tables`
+    for any document, :func:`tabverify.table.read_html_tables`, :func:`tabverify.table.read_latex_tables`,
+    :func:`tabverify.table.read_markdown_tables`).
     """
 
     cells: tuple[tuple[GridCell, ...], ...]
