@@ -141,3 +141,13 @@ def test_huge_exponents_never_reach_decimal_arithmetic() -> None:
     )
     report = crosscheck(grid, [grid])
     assert {p.target for p in report.pairs} == {(2, 1), (3, 1)}
+
+
+def test_the_docstring_examples_hold() -> None:
+    import doctest
+
+    from tabverify.table import numbers, scientific
+
+    for module in (numbers, scientific):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -74,10 +74,11 @@ def parse_decimal(token: str) -> Decimal | None:
         shift = int(exponent) if exponent else 0
     except (InvalidOperation, ValueError):
         return None
-    # the magnitude is checked before scaling: scaling past Decimal's own range raises Overflow
+    # the magnitude is checked before the exponent is applied (past Decimal's range it overflows);
+    # the constructor applies it exactly, every written digit kept
     if abs((value.adjusted() if value else 0) + shift) > MAX_EXPONENT:
         return None
-    return value.scaleb(shift) if shift else value
+    return Decimal(f"{mantissa.rstrip('.')}e{shift}") if shift else value
 
 
 def decimals_of(value: Decimal) -> int:

@@ -120,7 +120,7 @@ class Measurement:
 def clean_latex(text: str) -> str:
     """Cell text with LaTeX formatting, footnote marks and odd spaces removed; ``\\pm`` becomes ``±``.
 
-    >>> clean_latex(r"$\\mathbf{45.3}\\pm 0.2$")
+    >>> clean_latex(r"$\\mathbf{45.3}\\pm0.2$")
     '45.3±0.2'
     """
     t = text.replace("\u2212", "-").replace("\u2013", "-").replace("\u2014", "-").replace("&amp;", "&")
@@ -159,7 +159,7 @@ def display_text(text: str) -> str:
     ``68.4\\%`` -> ``68.4%``). Text without LaTeX (no backslash, brace, script or ``$`` pair) is
     returned unchanged, so ``$5`` in an HTML table stays ``$5``.
 
-    >>> display_text(r"$\\mathbf{45.3}\\pm 0.2$"), display_text(r"AP$_{50}$")
+    >>> display_text(r"$\\mathbf{45.3}\\pm0.2$"), display_text(r"AP$_{50}$")
     ('45.3±0.2', 'AP50')
     """
     if not any(mark in text for mark in "\\{}^_") and text.count("$") < 2:
