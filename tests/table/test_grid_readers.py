@@ -164,3 +164,16 @@ def test_large_table_reads() -> None:
     rows = "".join("<tr>" + "".join(f"<td>{i}.{j}</td>" for j in range(50)) + "</tr>" for i in range(500))
     grid = read_html_tables(f"<table>{rows}</table>")[0]
     assert (grid.n_rows, grid.n_columns) == (500, 50)
+
+
+def test_latex_tabulars_nested_in_cells_are_their_text() -> None:
+    tex = r"""\begin{table}\caption{Results}\begin{tabular}{lcc}\toprule
+Method & \begin{tabular}[c]{@{}c@{}}AP\\(val)\end{tabular} & F1 \\ \midrule
+A & 45.3 & 60.1 \\
+B & 46.1 & \begin{tabular}{c}61.0\end{tabular} \\ \bottomrule
+\end{tabular}\end{table}"""
+    grids = read_latex_tables(tex)
+    # one table (the nested tabulars are cells, not tables), read to its own \end
+    assert len(grids) == 1 and grids[0].caption == "Results"
+    assert texts(grids[0]) == [["Method", "AP (val)", "F1"], ["A", "45.3", "60.1"], ["B", "46.1", "61.0"]]
+    assert grids[0].header_row_count == 1 and (2, 2) in grids[0].data_measurements

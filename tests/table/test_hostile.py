@@ -112,8 +112,10 @@ def test_thousands_of_tabulars_and_nested_ones_read_in_one_pass() -> None:
     tex = "\\begin{table}\\caption{Many}" + "\\begin{tabular}{c}1\\\\\\end{tabular}" * 20_000
     grids = read_latex_tables(tex)
     assert len(grids) == 20_000 and grids[-1].caption == "Many" and grids[-1].name.endswith("#table20000")
-    nested = read_latex_tables("\\begin{tabular}{c}" * 30_000 + "x\\end{tabular}")
-    assert len(nested) == 1
+    nested = read_latex_tables("\\begin{tabular}{c}" * 3_000 + "x" + "\\end{tabular}" * 3_000)
+    assert len(nested) == 1 and nested[0].n_rows == 1  # the inner ones are the cell's text
+    with pytest.raises(TableError, match="has no \\\\end"):
+        read_latex_tables("\\begin{tabular}{c}" * 30_000 + "x\\end{tabular}")
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ upwards), rules (``\\hline``, ``\\toprule``/``\\midrule``, ``\\cline``, ``\\cmid
 first ``\\midrule`` (or the first rule after some rows) are header rows. A span larger than
 :data:`~tabverify.table.grid.MAX_SPAN` is an error (LaTeX itself would reject it), and a document's
 tables expand to at most :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells. A tabular nested in
-another's cell is part of that cell, not a table of its own.
+another's cell (a two-line header) is part of that cell's text, not a table of its own.
 """
 
 from __future__ import annotations
@@ -58,12 +58,17 @@ def _skip_space(text: str, i: int) -> int:
 
 
 def _split_top(text: str, separator: str) -> list[str]:
-    """Split at ``separator`` outside braces and not escaped (``\\&``)."""
+    """Split at ``separator`` outside braces and environments (a tabular nested in a cell) and not
+    escaped (``\\&``)."""
     parts, depth, last, i = [], 0, 0, 0
     while i < len(text):
         ch = text[i]
         if ch == "\\":
-            if separator == "\\\\" and text.startswith("\\\\", i) and depth == 0:
+            if text.startswith("\\begin{", i):
+                depth += 1  # balanced by the \end{...} below; its own braces count +1 -1
+            elif text.startswith("\\end{", i):
+                depth -= 1
+            elif separator == "\\\\" and text.startswith("\\\\", i) and depth == 0:
                 parts.append(text[last:i])
                 i += 2
                 # an optional spacing argument after \\ : \\[2pt]
@@ -158,7 +163,7 @@ def parse_tabular(
             continue
         cells = _split_top(content, "&")
         budget.spend(len(cells))
-        rows.append([_multi(c, name) for c in cells])
+        rows.append([_multi(_flatten_nested(c), name) for c in cells])
     if not rows:
         raise TableError(f"{name}: the tabular has no rows")
     # LaTeX rows spell out every position (a \\multirow leaves empty cells in the rows it covers),
@@ -203,7 +208,7 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
     budget = budget or CellBudget(source)
     floats = _Floats(tex)
     grids: list[Grid] = []
-    done = 0  # the end of the last tabular read: a tabular nested in it is part of its cells
+    done = 0  # the end of the last tabular read: a tabular nested in it is one of its cells
     for m in _BEGIN.finditer(tex):
         if m.start() < done:
             continue
@@ -219,7 +224,7 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
             _, i = _group(tex, _skip_space(tex, i))  # column spec
         except (ValueError, IndexError) as exc:
             raise TableError(f"{source}: table {number}: malformed \\begin{{{env}}}") from exc
-        end = tex.find(f"\\end{{{env}}}", i)
+        end = _matching_end(tex, i)
         if end == -1:
             raise TableError(f"{source}: table {number}: \\begin{{{env}}} has no \\end{{{env}}}")
         done = end
@@ -229,6 +234,45 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
     if not grids:
         raise TableError(f"{source}: no \\begin{{tabular}} found in the LaTeX")
     return grids
+
+
+_NESTED_BEGIN = re.compile(r"\\begin\{(?:tabular\*?|tabularx|tabulary|array)\}\s*(?:\[[^\]]*\]\s*)?")
+_MAX_NESTED = 100  # nested tabulars flattened per cell; more are left as written
+
+
+def _flatten_nested(cell: str) -> str:
+    """A cell with the tabulars nested in it (two-line headers: ``\\begin{tabular}{c}AP\\\\(val)\\end{tabular}``)
+    replaced by their text as typeset, lines and cells joined by spaces (``AP (val)``)."""
+    for _ in range(_MAX_NESTED):
+        begins = list(_NESTED_BEGIN.finditer(cell))
+        if not begins or cell[begins[-1].end() : begins[-1].end() + 1] != "{":
+            break
+        inner = begins[-1]  # the last begin opens the innermost tabular
+        try:
+            _, body_start = _group(cell, inner.end())  # skip the column spec
+        except TableError:
+            break
+        end = cell.find("\\end{", body_start)
+        close = cell.find("}", end) if end >= 0 else -1
+        if close < 0:
+            break
+        lines = re.split(r"\\\\(?:\[[^\]]*\])?|(?<!\\)&", cell[body_start:end])
+        cell = cell[: inner.start()] + " ".join(p.strip() for p in lines if p.strip()) + cell[close + 1 :]
+    return cell
+
+
+_TABULAR_TOKEN = re.compile(r"\\(begin|end)\{(?:tabular\*?|tabularx|tabulary|longtable|array)\}")
+
+
+def _matching_end(tex: str, start: int) -> int:
+    """Where the tabular whose body starts at ``start`` ends (its ``\\end``, tabulars nested in its
+    cells skipped), or -1."""
+    depth = 1
+    for token in _TABULAR_TOKEN.finditer(tex, start):
+        depth += 1 if token.group(1) == "begin" else -1
+        if depth == 0:
+            return token.start()
+    return -1
 
 
 class _Floats:
