@@ -14,6 +14,10 @@ class TableError(TabverifyError):
     """A table file or object could not be read (empty, ragged, binary, wrong encoding...)."""
 
 
+class TableSizeError(TableError):
+    """A document or table is larger than tabverify reads (the grid and table size limits)."""
+
+
 class ProgramSyntaxError(TabverifyError):
     """A program in the TabFact brace syntax could not be parsed."""
 

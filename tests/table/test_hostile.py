@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tabverify.errors import DatasetError, TableError
+from tabverify.errors import DatasetError, TableError, TableSizeError
 from tabverify.table import html as html_reader
 from tabverify.table import load_table, read_html_tables, read_latex_tables, read_markdown_tables, read_tables
 from tabverify.table.documents import read_paper_json
-from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid, TableSizeError
+from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid
 from tabverify.table.readers import MAX_TABLE_CELLS, MAX_TABLE_COLUMNS
 
 

@@ -114,7 +114,9 @@ def train_tabfact(
         typer.Option(metavar="N", help="Further train tables for the verdict model [default: all the rest]"),
     ] = None,
     jobs: Annotated[int, typer.Option(metavar="N", help="Worker processes")] = 1,
-    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the table shuffle and the ranker's SGD order")] = 0,
+    seed: Annotated[
+        int, typer.Option(metavar="N", help="Seed of the table shuffle and the ranker's SGD order")
+    ] = 0,
 ) -> None:
     """Train the ranker (weak supervision) and the verdict model on the train split."""
     from tabverify.bench.tabfact import train_models

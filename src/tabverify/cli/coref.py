@@ -72,7 +72,8 @@ def score(
         str, typer.Option(metavar="MODE", help="Mention matching: exact, partial, head or overlap")
     ] = "exact",
     threshold: Annotated[
-        float, typer.Option(metavar="SHARE", help="overlap: share of the shorter mention the overlap must cover")
+        float,
+        typer.Option(metavar="SHARE", help="overlap: share of the shorter mention the overlap must cover"),
     ] = 0.8,
     keep_singletons: Annotated[
         bool,

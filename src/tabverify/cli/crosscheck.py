@@ -18,6 +18,7 @@ from rich.text import Text
 from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, count, fail, out, warn, write_output
 from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
+from tabverify.table.scientific import display_text
 
 if TYPE_CHECKING:
     from tabverify.crosscheck import Report
@@ -36,7 +37,8 @@ def read_document(path: Path) -> list[Grid]:
 
 
 def _where(grid: Grid, position: tuple[int, int]) -> str:
-    row_label, column_label = grid.row_label(position[0]), grid.column_label(position[1])
+    row_label = display_text(grid.row_label(position[0]))
+    column_label = display_text(grid.column_label(position[1]))
     names = " / ".join(x for x in (row_label, column_label) if x)
     return f"({position[0]}, {position[1]})" + (f" {names}" if names else "")
 
@@ -53,7 +55,7 @@ def print_report(title: str, report: Report) -> None:
             if report.ok
             else Text(count(len(report.discrepancies), "discrepancy", "discrepancies"), style="bold red")
         )
-        caption = f" ({source.caption[:80]})" if source.caption else ""
+        caption = f" ({display_text(source.caption)[:80]})" if source.caption else ""
         out.print(
             Text.assemble(
                 (title, "bold"),
@@ -61,16 +63,16 @@ def print_report(title: str, report: Report) -> None:
                 status,
             )
         )
-    for note in getattr(report, "warnings", ()):
+    for note in report.warnings:
         warn(f"{title}: {note}")
     if source is not None and report.discrepancies:
         view = RichTable("target cell", "copied", "source cell", "source", "kind", "why")
         for d in report.discrepancies:
             view.add_row(
                 Text(_where(report.target, d.target)),
-                Text(d.target_text),
+                Text(display_text(d.target_text)),
                 Text(_where(source, d.source)),
-                Text(d.source_text),
+                Text(display_text(d.source_text)),
                 Text(str(d.kind)),
                 Text(d.evidence),
             )

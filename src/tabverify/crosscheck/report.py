@@ -188,6 +188,14 @@ def _found(m: Measurement, source: Grid, positions: Sequence[Position]) -> Posit
     return None
 
 
+def _line(grid: Grid, position: Position, axis: int) -> str:
+    """A source row (axis 0) or column (axis 1) as prose: by its label, and by its 0-based position
+    (as positions are printed everywhere else), so "column 3" is never read as the third column."""
+    label = grid.row_label(position[0]) if axis == 0 else grid.column_label(position[1])
+    where = f"{'row' if axis == 0 else 'column'} at position {position[axis]}"
+    return f"in '{label}' ({where})" if label else f"in the {where}"
+
+
 def _classify(
     target: Grid, source: Grid, alignment: Alignment, t: Position, s: Position
 ) -> tuple[DiscrepancyKind, str, Position | None]:
@@ -199,13 +207,15 @@ def _classify(
     if in_row is not None:
         return (
             DiscrepancyKind.OTHER_COLUMN,
-            f"{t_text} is the source's value in column {in_row[1]} of the same row, not in column {s[1]} ({s_text})",
+            f"{t_text} is the source's value {_line(source, in_row, 1)} of the same row, "
+            f"not {_line(source, s, 1)} ({s_text})",
             in_row,
         )
     if in_column is not None:
         return (
             DiscrepancyKind.OTHER_ROW,
-            f"{t_text} is the source's value in row {in_column[0]} of the same column, not in row {s[0]} ({s_text})",
+            f"{t_text} is the source's value {_line(source, in_column, 0)} of the same column, "
+            f"not {_line(source, s, 0)} ({s_text})",
             in_column,
         )
     power = _scale_slip(tm, sm)
@@ -341,7 +351,7 @@ def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Disc
                 source.column_label(sc),
                 DiscrepancyKind.HEADER,
                 f"the numbers under '{target.column_label(tc)}' are the source's '{source.column_label(sc)}' "
-                f"column; the source's '{source.column_label(named[0])}' is column {named[0]}",
+                f"column; the source's '{source.column_label(named[0])}' is the column at position {named[0]}",
                 (source.header_row_count - 1, named[0]),
             )  # fmt: skip
         )

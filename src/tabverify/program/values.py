@@ -179,6 +179,3 @@ def order(left: object, right: object) -> int | None:
         return None
     a, b = pair
     return (a > b) - (a < b)
-
-
-compare = order  # the old name, kept for callers (program/functions.py); prefer ``order``

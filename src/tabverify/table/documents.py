@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tabverify import files
-from tabverify.errors import TableError
-from tabverify.table.grid import MAX_GRID_CELLS, CellBudget, Grid, TableSizeError
+from tabverify.errors import TableError, TableSizeError
+from tabverify.table.grid import MAX_GRID_CELLS, CellBudget, Grid
 from tabverify.table.html import read_html_tables
 from tabverify.table.latex import read_latex_tables
 from tabverify.table.readers import delimited_rows, header_and_rows, read_text, sniff_delimiter

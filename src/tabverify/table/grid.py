@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from tabverify.errors import TableError
+from tabverify.errors import TableSizeError
 from tabverify.table.model import Table
 from tabverify.table.scientific import Measurement, parse_measurement
 
@@ -26,10 +26,6 @@ MAX_SPAN = 1000
 
 MAX_GRID_CELLS = 1_000_000
 """The most cells the tables of one document may expand to (spans expanded, fillers counted)."""
-
-
-class TableSizeError(TableError):
-    """A document or table is larger than tabverify reads (:data:`MAX_GRID_CELLS` and the like)."""
 
 
 class CellBudget:

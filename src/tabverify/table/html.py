@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from tabverify.errors import TableError
-from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid, GridCell, TableSizeError
+from tabverify.errors import TableError, TableSizeError
+from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid, GridCell
 
 _SKIP = {"script", "style", "head", "title", "annotation", "annotation-xml"}
 _BREAKS = {"br", "p", "div", "li"}
