@@ -62,3 +62,36 @@ def test_coref_score_weights_and_empty_files(tmp_path: Path) -> None:
     (tmp_path / "empty.conll").write_text("", encoding="utf-8")
     empty = run("coref", "score", str(tmp_path / "empty.conll"), str(tmp_path / "empty.conll"))
     assert empty.returncode == 2 and "holds no documents" in empty.stderr
+
+
+@pytest.mark.parametrize("weight", ["word=-5", "word=nan", "word=inf", "word=1e309", "=3", "word=x"])
+def test_coref_score_refuses_weights_that_are_not_finite_non_negative(tmp_path: Path, weight: str) -> None:
+    from tests.coref.test_coref import CONLL
+
+    key = tmp_path / "key.conll"
+    key.write_text(CONLL, encoding="utf-8")
+    result = run("coref", "score", str(key), str(key), "--weight", weight, "--json")
+    assert result.returncode == 2 and result.stdout == "" and "--weight" in result.stderr
+
+
+def test_coref_score_json_lists_a_span_in_two_entities_as_a_warning(tmp_path: Path) -> None:
+    lines = [
+        "#begin document (d);",
+        "d 0 0 A (1)|(2)",
+        "d 0 1 B (1)",
+        "d 0 2 C (3)",
+        "d 0 3 D (3)",
+        "d 0 4 E (4)",
+    ]
+    key = tmp_path / "key.conll"
+    key.write_text("\n".join([*lines, "#end document", ""]), encoding="utf-8")
+    response = tmp_path / "response.conll"
+    response.write_text(key.read_text(encoding="utf-8").replace("D (3)", "D (5)"), encoding="utf-8")
+    result = run("coref", "score", str(key), str(response), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["warnings"] and "warning:" in result.stderr
+    # the Perl scorer v8.01 on this case: MUC recall 0/2, B3 recall 4/6 and precision 4.5/5
+    assert data["metrics"]["muc"]["recall"] == 0.0
+    assert abs(data["metrics"]["b_cubed"]["recall"] - 4 / 6) < 1e-9
+    assert abs(data["metrics"]["b_cubed"]["precision"] - 4.5 / 5) < 1e-9
