@@ -67,3 +67,42 @@ def test_special_files_are_refused_not_read(tmp_path: Path, kind: str) -> None:
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         # /dev/zero has no extension: refused for its unknown format before anything is read
         assert "not a regular file" in result.stderr or (kind == "device" and "format" in result.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["crosscheck", "a.html", "--source", "b.tex", "--table", "abc"], ["check"], ["no-such-command"],
+     ["coref", "score", "k", "r", "--no-such-option"]],
+)  # fmt: skip
+def test_usage_errors_are_one_line_and_exit_2(args: list[str]) -> None:
+    result = run(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "--help" in lines[0]
+
+
+def test_terminal_control_sequences_in_user_text_are_made_visible(tmp_path: Path) -> None:
+    table = tmp_path / "escape.csv"
+    table.write_text("team,points\n\x1b[31mred\x07,3\nblue,5\n", encoding="utf-8")
+    result = run("program", "run", str(table), "hop{argmin{all_rows; points}; team}")
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert result.stdout.splitlines()[-1] == "\\x1b[31mred\\x07"
+    checked = run("check", str(table), "\x1b]0;title\x07 red has 3 points")
+    assert "\x1b" not in checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [(["crosscheck", "{missing}", "--source", "{missing}", "--html", "{out}"], "--html"),
+     (["coref", "score", "{missing}", "{missing}", "--html", "{out}"], "--html"),
+     (["bench", "arxiveri", "--data", "{data}", "--out", "{out}"], "--out")],
+)  # fmt: skip
+def test_output_paths_are_checked_before_any_work(tmp_path: Path, args: list[str], option: str) -> None:
+    values = {
+        "missing": str(tmp_path / "missing.html"),
+        "out": str(tmp_path / "nowhere" / "x"),
+        "data": str(tmp_path),
+    }
+    result = run(*[a.format(**values) for a in args])
+    assert result.returncode == 2 and f"{option} " in result.stderr and "does not exist" in result.stderr

@@ -13,7 +13,7 @@ import sys
 import typer
 
 from tabverify.cli import bench, coref, crosscheck, verify
-from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, err, one_line
+from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, clean, err, one_line
 from tabverify.errors import TabverifyError
 
 app = typer.Typer(
@@ -54,9 +54,20 @@ def main() -> None:
     """Entry point. Exit 0 / 1 (findings) / 2 (bad input, with one line on stderr) / 3 (a bug in
     tabverify, one line; set TABVERIFY_DEBUG=1 for the traceback). Never a traceback by default."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # usage errors (the parser's): one line too, and always exit 2
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `tabverify program` alone: show its help
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(EXIT_INPUT)
+        context = getattr(exc, "ctx", None)
+        hint = f" (see '{context.command_path} --help')" if context is not None else ""
+        err.print(f"error: {clean(one_line(exc.format_message()))}{hint}")
+        sys.exit(EXIT_INPUT)
+    except typer.Abort:
+        err.print("interrupted")
+        sys.exit(130)
     except TabverifyError as exc:
-        err.print(f"error: {one_line(str(exc))}")
+        err.print(f"error: {clean(one_line(str(exc)))}")
         sys.exit(EXIT_INPUT)
     except (RecursionError, MemoryError) as exc:
         err.print(f"error: the input is too large or too deeply nested to process ({type(exc).__name__})")
@@ -72,7 +83,8 @@ def main() -> None:
         if os.environ.get("TABVERIFY_DEBUG"):
             raise
         err.print(
-            f"internal error: {type(exc).__name__}: {one_line(str(exc))[:300]} "
+            f"internal error: {type(exc).__name__}: {clean(one_line(str(exc)))[:300]} "
             "(a bug in tabverify; rerun with TABVERIFY_DEBUG=1 for the traceback and report it)"
         )
         sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from tabverify.cli.output import fail, input_errors, out, progress, write_output
+from tabverify.cli.output import check_output, fail, input_errors, out, progress, text, write_output
 
 bench_app = typer.Typer(
     help="Reproduce benchmark protocols and metrics.", no_args_is_help=True, rich_markup_mode=None
@@ -48,6 +48,7 @@ def bench_tabfact(
     if split not in SPLITS or split == "train":
         fail(f"unknown split {split!r}; choose val, test, simple_test, complex_test or small_test")
     _data_folder(data)
+    check_output(out_file, "--out")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     with progress() as report, input_errors():
         result = run_benchmark(
@@ -81,6 +82,7 @@ def bench_arxiveri(
     from tabverify.bench.arxiveri import run_benchmark
 
     _data_folder(data)
+    check_output(out_file, "--out")
     with progress() as report, input_errors():
         result = run_benchmark(data, progress=lambda done, total: report("arxiveri", done, total))
     _write_result(out_file, result)
@@ -136,7 +138,7 @@ def train_tabfact(
         model.save(out_dir / MODEL_FILE)  # type: ignore[attr-defined]
     except OSError as exc:
         fail(f"--out {out_dir}: cannot write the models ({exc.strerror or exc})")
-    out.print(f"wrote {out_dir / WEIGHTS_FILE} and {out_dir / MODEL_FILE}")
+    out.print(text(f"wrote {out_dir / WEIGHTS_FILE} and {out_dir / MODEL_FILE}"))
 
 
 TABFACT_EXAMPLES = """Examples:

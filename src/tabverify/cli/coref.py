@@ -10,9 +10,8 @@ from typing import Annotated
 
 import typer
 from rich.table import Table as RichTable
-from rich.text import Text
 
-from tabverify.cli.output import fail, input_errors, out, warn, write_output
+from tabverify.cli.output import check_output, fail, input_errors, out, text, warn, write_output
 
 coref_app = typer.Typer(
     help="Score coreference, also with mentions inside words (Hebrew).",
@@ -111,6 +110,7 @@ def score(
     if not any(isinstance(h, _StderrWarnings) for h in library_log.handlers):
         library_log.addHandler(_StderrWarnings(logging.WARNING))
     kind_weights = parse_weights(weight or [])
+    check_output(html, "--html")
     with input_errors():
         key_docs, response_docs = read_documents(key, fmt, raw), read_documents(response, fmt, raw)
         for docs, path in ((key_docs, key), (response_docs, response)):
@@ -135,12 +135,12 @@ def score(
     out.print(view)
     mentions = RichTable("mentions", "recall", "precision", "F1")
     for name, metric in result.mentions.items():
-        mentions.add_row(Text(name), f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}")
+        mentions.add_row(text(name), f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}")
     out.print(mentions)
     options = ", ".join(f"{k}={v}" for k, v in result.options.items() if v is not None)
-    out.print(Text(f"{result.documents} document(s); {options}"))
+    out.print(text(f"{result.documents} document(s); {options}"))
     if html is not None:
-        out.print(f"wrote {html}")
+        out.print(text(f"wrote {html}"))
 
 
 SCORE_EXAMPLES = """Examples:

@@ -15,7 +15,18 @@ import typer
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, count, fail, out, warn, write_output
+from tabverify.cli.output import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    check_output,
+    clean,
+    count,
+    fail,
+    out,
+    text,
+    warn,
+    write_output,
+)
 from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
 from tabverify.table.scientific import display_text
@@ -48,18 +59,18 @@ def print_report(title: str, report: Report) -> None:
     source = report.source
     if source is None:
         best = report.ranking[0].support if report.ranking else 0.0
-        out.print(Text.assemble((title, "bold"), f": no matching table (best evidence {best:.2f})"))
+        out.print(Text.assemble((clean(title), "bold"), f": no matching table (best evidence {best:.2f})"))
     else:
         status = (
             Text("no discrepancies", style="green")
             if report.ok
-            else Text(count(len(report.discrepancies), "discrepancy", "discrepancies"), style="bold red")
+            else text(count(len(report.discrepancies), "discrepancy", "discrepancies"), style="bold red")
         )
         caption = f" ({display_text(source.caption)[:80]})" if source.caption else ""
         out.print(
             Text.assemble(
-                (title, "bold"),
-                f": matches {source.name}{caption}: {len(report.pairs)} cells agree, ",
+                (clean(title), "bold"),
+                clean(f": matches {source.name}{caption}: {len(report.pairs)} cells agree, "),
                 status,
             )
         )
@@ -69,12 +80,12 @@ def print_report(title: str, report: Report) -> None:
         view = RichTable("target cell", "copied", "source cell", "source", "kind", "why")
         for d in report.discrepancies:
             view.add_row(
-                Text(_where(report.target, d.target)),
-                Text(display_text(d.target_text)),
-                Text(_where(source, d.source)),
-                Text(display_text(d.source_text)),
-                Text(str(d.kind)),
-                Text(d.evidence),
+                text(_where(report.target, d.target)),
+                text(display_text(d.target_text)),
+                text(_where(source, d.source)),
+                text(display_text(d.source_text)),
+                text(str(d.kind)),
+                text(d.evidence),
             )
         out.print(view)
 
@@ -112,6 +123,7 @@ def crosscheck(
     copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input."""
     from tabverify.crosscheck import crosscheck as run_crosscheck
 
+    check_output(html, "--html")
     targets = read_document(target)
     if table is not None:
         if not 1 <= table <= len(targets):
@@ -147,7 +159,7 @@ def crosscheck(
         for title, _, _, report in results:
             print_report(title, report)
         if html is not None:
-            out.print(f"wrote {html}")
+            out.print(text(f"wrote {html}"))
     raise typer.Exit(EXIT_FINDINGS if found else EXIT_OK)
 
 
@@ -174,7 +186,7 @@ def tables(
     for number, grid in enumerate(grids, start=1):
         caption = grid.caption or "(no caption)"
         out.print(
-            Text(
+            text(
                 f"{number}. {grid.n_rows} x {grid.n_columns}, {len(grid.data_measurements)} numbers  {caption}"
             )
         )

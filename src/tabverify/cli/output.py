@@ -6,6 +6,7 @@ the consoles have markup switched off, and styled output is built from ``rich.te
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +29,20 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=
 ProgressReport = Callable[[str, int, int], None]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    """User text made safe for a terminal: control characters (ESC sequences that could recolour,
+    retitle or rewrite the terminal, bells, carriage returns) shown as ``\\x1b`` escapes."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def text(value: str, style: str = "") -> Text:
+    """User text for the terminal: never parsed as markup, control characters made visible."""
+    return Text(clean(value), style=style)
+
+
 def one_line(message: str) -> str:
     """A message on one line (file contents quoted in errors may hold newlines)."""
     return " ".join(message.split())
@@ -35,13 +50,13 @@ def one_line(message: str) -> str:
 
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` on stderr (one line, never markup) and exit 2."""
-    err.print(Text.assemble(("error:", "bold red"), " ", one_line(message)))
+    err.print(Text.assemble(("error:", "bold red"), " ", clean(one_line(message))))
     raise typer.Exit(EXIT_INPUT)
 
 
 def warn(message: str) -> None:
     """Print ``warning: message`` on stderr (one line, never markup)."""
-    err.print(Text.assemble(("warning:", "bold yellow"), " ", one_line(message)))
+    err.print(Text.assemble(("warning:", "bold yellow"), " ", clean(one_line(message))))
 
 
 @contextmanager
@@ -53,12 +68,20 @@ def input_errors() -> Iterator[None]:
         fail(str(exc))
 
 
-def write_output(path: Path, text: str, option: str) -> None:
-    """Write a report the user asked for; a missing folder is refused (a typo must not create folders)."""
+def check_output(path: Path | None, option: str) -> None:
+    """Refuse an output file that cannot be written - before any work is done. A missing folder is
+    refused rather than created (a typo must not create folders)."""
+    if path is None:
+        return
     if not path.parent.is_dir():
         fail(f"{option} {path}: the folder {path.parent} does not exist; create it first")
     if path.is_dir():
         fail(f"{option} {path}: is a folder; name a file")
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write a report the user asked for (checked again: the folder may have gone meanwhile)."""
+    check_output(path, option)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:

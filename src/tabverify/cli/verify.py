@@ -10,7 +10,7 @@ import typer
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, fail, input_errors, out, warn
+from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, clean, fail, input_errors, out, text, warn
 from tabverify.errors import TabverifyError
 from tabverify.table import CellRef, Table, load_table
 
@@ -32,21 +32,21 @@ def load(path: Path, caption: str = "") -> Table:
 def render_table(table: Table, evidence: set[CellRef], marked: bool, max_rows: int = 40) -> RichTable:
     """The table for the terminal with evidence cells highlighted (``marked``: as ``*text*`` for
     files and pipes); long tables keep their evidence rows."""
-    view = RichTable(show_lines=False, title=Text(table.caption or table.name or ""))
+    view = RichTable(show_lines=False, title=text(table.caption or table.name or ""))
     view.add_column("#", style="dim", justify="right")
     for header in table.header:
-        view.add_column(Text(header))
+        view.add_column(text(header))
     evidence_rows = {ref.row for ref in evidence}
     shown = [r for r in range(table.n_rows) if r < max_rows or r in evidence_rows]
     for r in shown:
         cells = []
         for c, cell in enumerate(table.rows[r]):
             if CellRef(r, c) not in evidence:
-                cells.append(Text(cell.text))
+                cells.append(text(cell.text))
             elif marked:
-                cells.append(Text(f"*{cell.text}*"))
+                cells.append(text(f"*{cell.text}*"))
             else:
-                cells.append(Text(cell.text, style="bold black on yellow"))
+                cells.append(text(cell.text, "bold black on yellow"))
         view.add_row(str(r + 1), *cells)
     if len(shown) < table.n_rows:
         view.caption = f"{table.n_rows - len(shown)} rows not shown"
@@ -106,13 +106,13 @@ def check(
             out.print(
                 Text.assemble(
                     (verdict.label.value, f"bold {colour}"),
-                    f" ({verdict.confidence:.0%})  {verdict.statement}",
+                    clean(f" ({verdict.confidence:.0%})  {verdict.statement}"),
                 )
             )
             for note in verdict.warnings:
                 warn(note)
             if verdict.program:
-                out.print(f"  program: {verdict.program} = {verdict.result_text}")
+                out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
             else:
                 out.print("  program: none found (the statement's values could not be linked to the table)")
             if verdict.evidence:
@@ -139,7 +139,7 @@ def program_run(
         execution = execute(program, table)
     if execution.evidence:
         print_evidence(table, set(execution.evidence))
-    print(execution.display)
+    print(clean(execution.display))
 
 
 def program_functions() -> None:
@@ -148,7 +148,7 @@ def program_functions() -> None:
 
     view = RichTable("function", "arguments", "returns", "meaning")
     for name, function in sorted(FUNCTIONS.items()):
-        view.add_row(Text(name), Text(", ".join(function.args)), Text(function.returns), Text(function.doc))
+        view.add_row(text(name), Text(", ".join(function.args)), text(function.returns), text(function.doc))
     out.print(view)
 
 
