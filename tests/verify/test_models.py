@@ -1,11 +1,17 @@
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import tabverify
 from tabverify.errors import ModelError
-from tabverify.program.ranker import Ranker
-from tabverify.verify.decision import VerdictModel
+from tabverify.program.ranker import WEIGHTS_FILE, Ranker
+from tabverify.verify.decision import MODEL_FILE, VerdictModel
+
+SHIPPED = Path(tabverify.__file__).parent / "models"
 
 
 def test_shipped_models_load() -> None:
@@ -33,5 +39,111 @@ def test_missing_or_wrong_model_files_raise_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError):
         VerdictModel.load(tmp_path / "junk.npz")
     VerdictModel(min_count=1, iterations=5).fit([{"a": 1.0}, {"a": 0.0}], [1, 0]).save(tmp_path / "v.npz")
-    with pytest.raises(ModelError, match="not a ranker file"):
+    with pytest.raises(ModelError, match="is not a ranker model file"):
         Ranker.load(tmp_path / "v.npz")
+
+
+def _shipped(name: str) -> dict[str, np.ndarray]:
+    with np.load(SHIPPED / name) as data:
+        return {key: data[key] for key in data.files}
+
+
+@pytest.mark.parametrize(("name", "load"), [(WEIGHTS_FILE, Ranker.load), (MODEL_FILE, VerdictModel.load)])
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9, 0.999])
+def test_a_truncated_model_file_is_a_model_error(tmp_path: Path, name: str, load, keep: float) -> None:
+    data = (SHIPPED / name).read_bytes()
+    path = tmp_path / name
+    path.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(ModelError, match=str(path)):
+        load(path)
+
+
+def _ranker_corruptions() -> dict[str, tuple[dict[str, np.ndarray], str]]:
+    good = _shipped(WEIGHTS_FILE)
+    return {
+        "values shorter than indices": ({**good, "values": good["values"][:-5]}, "indices but"),
+        "2-d indices": ({**good, "indices": good["indices"].reshape(-1, 1)}, "shape"),
+        "text values": ({**good, "values": good["values"].astype(str)}, "dtype"),
+        "index out of range": ({**good, "indices": good["indices"] + (1 << 20)}, "outside"),
+        "no n_features": ({k: v for k, v in good.items() if k != "n_features"}, "n_features"),
+        "empty n_features": ({**good, "n_features": np.zeros(0, dtype=np.int64)}, "n_features"),
+        "another feature size": ({**good, "n_features": np.array([1 << 10])}, "1024"),
+        "nan value": (
+            {**good, "values": np.where(np.arange(len(good["values"])) == 3, np.nan, good["values"])},
+            "finite",
+        ),
+    }
+
+
+def _verdict_corruptions() -> dict[str, tuple[dict[str, np.ndarray], str]]:
+    good = _shipped(MODEL_FILE)
+    words = json.loads(good["vocabulary"].tobytes())
+    return {
+        "weights shorter than vocabulary": ({**good, "weights": good["weights"][:-3]}, "names but"),
+        "2-d weights": ({**good, "weights": good["weights"].reshape(1, -1)}, "shape"),
+        "vocabulary not json": ({**good, "vocabulary": good["vocabulary"][:-10]}, "JSON"),
+        "vocabulary not utf-8": ({**good, "vocabulary": np.full(10, 0xFF, dtype=np.uint8)}, "UTF-8"),
+        "vocabulary a dict": ({**good, "vocabulary": np.frombuffer(b'{"a": 1}', dtype=np.uint8)}, "list"),
+        "vocabulary of int32": ({**good, "vocabulary": good["vocabulary"].astype(np.int32)}, "dtype"),
+        "a repeated name": (
+            {
+                **good,
+                "vocabulary": np.frombuffer(json.dumps([words[0], *words[:-1]]).encode(), dtype=np.uint8),
+            },
+            "twice",
+        ),
+        "no weights": ({"vocabulary": good["vocabulary"]}, "weights"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_ranker_corruptions()))
+def test_a_ranker_file_with_wrong_arrays_is_a_model_error(tmp_path: Path, case: str) -> None:
+    arrays, reason = _ranker_corruptions()[case]
+    path = tmp_path / WEIGHTS_FILE
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(ModelError, match="is not a ranker model file") as caught:
+        Ranker.load(path)
+    assert str(path) in str(caught.value)
+    assert reason in str(caught.value)
+
+
+@pytest.mark.parametrize("case", sorted(_verdict_corruptions()))
+def test_a_verdict_file_with_wrong_arrays_is_a_model_error(tmp_path: Path, case: str) -> None:
+    arrays, reason = _verdict_corruptions()[case]
+    path = tmp_path / MODEL_FILE
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(ModelError, match="is not a verdict model file") as caught:
+        VerdictModel.load(path)
+    assert str(path) in str(caught.value)
+    assert reason in str(caught.value)
+
+
+def test_check_with_corrupt_models_exits_2_naming_the_file(tmp_path: Path) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text("name,score\nann,3\nbob,4\n", encoding="utf-8")
+    truncated, reshaped = tmp_path / "truncated", tmp_path / "reshaped"
+    for folder in (truncated, reshaped):
+        folder.mkdir()
+        (folder / MODEL_FILE).write_bytes((SHIPPED / MODEL_FILE).read_bytes())
+    (truncated / WEIGHTS_FILE).write_bytes((SHIPPED / WEIGHTS_FILE).read_bytes()[:5000])
+    good = _shipped(WEIGHTS_FILE)
+    np.savez_compressed(reshaped / WEIGHTS_FILE, **{**good, "values": good["values"][:100]})
+    for folder in (truncated, reshaped):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tabverify.cli",
+                "check",
+                "--models",
+                str(folder),
+                str(table),
+                "ann scored 3",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        assert WEIGHTS_FILE in done.stderr
+        assert "Traceback" not in done.stderr

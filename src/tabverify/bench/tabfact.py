@@ -49,11 +49,62 @@ def _read_json(path: Path) -> object:
         raise DatasetError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
 
 
+def _table_file_name(source: Path, table_id: object, where: str) -> str:
+    """A table id as the release writes it: a plain file name in ``data/all_csv``."""
+    if (
+        not isinstance(table_id, str)
+        or not table_id.strip()
+        or table_id in (".", "..")
+        or "/" in table_id
+        or "\\" in table_id
+        or "\0" in table_id
+    ):
+        raise DatasetError(f"{source}: {where} {table_id!r} is not a table file name of data/all_csv")
+    return table_id
+
+
+def _id_list(path: Path) -> list[str]:
+    """A ``data/*_id(s).json`` file: a JSON list of table file names."""
+    ids = _read_json(path)
+    if not isinstance(ids, list):
+        raise DatasetError(f"{path}: expected a JSON list of table ids, found {type(ids).__name__}")
+    return [_table_file_name(path, table_id, f"item {i}") for i, table_id in enumerate(ids)]
+
+
+def _examples_of(examples_file: Path, table_id: str, entry: object) -> list[Example]:
+    """The statements of one entry ``[statements, labels, caption]`` of a ``*_examples.json``.
+
+    Raises:
+        DatasetError: the entry is not three items, the statements are not a list of texts, the
+            labels not a list of 0/1 integers as long as the statements, the caption not text.
+    """
+    where = f"{examples_file}: entry {table_id!r}"
+    if not isinstance(entry, list) or len(entry) != 3:
+        raise DatasetError(f"{where} must be [statements, labels, caption]; found {str(entry)[:80]}")
+    statements, labels, caption = entry
+    if not isinstance(statements, list) or not all(isinstance(s, str) and s.strip() for s in statements):
+        raise DatasetError(f"{where}: the statements must be a list of non-empty texts")
+    if not isinstance(labels, list) or not all(type(label) is int and label in (0, 1) for label in labels):
+        raise DatasetError(
+            f"{where}: the labels must be a list of 0 (refuted) / 1 (entailed); found {str(labels)[:80]}"
+        )
+    if len(labels) != len(statements):
+        raise DatasetError(f"{where}: {len(statements)} statements but {len(labels)} labels")
+    if not isinstance(caption, str):
+        raise DatasetError(f"{where}: the caption must be text; found {type(caption).__name__}")
+    return [Example(table_id, s, label, caption) for s, label in zip(statements, labels, strict=True)]
+
+
 def load_examples(data_dir: str | Path, split: str) -> list[Example]:
     """The statements of a split, in file order.
 
     ``simple_test``/``complex_test``/``small_test`` are the test statements of the tables listed
     in ``data/<name>_id.json``; ``val``/``train``/``test`` read ``tokenized_data/<split>_examples.json``.
+
+    Raises:
+        DatasetError: an unknown split, a missing file, invalid JSON, or JSON not in the release's
+            shape ({table_id: [statements, labels, caption]} with 0/1 labels, one per statement;
+            id files a list of table file names). The message names the file and the entry.
     """
     root = Path(data_dir)
     if split not in SPLITS:
@@ -65,19 +116,23 @@ def load_examples(data_dir: str | Path, split: str) -> list[Example]:
         raise DatasetError(f"{examples_file}: expected an object {{table_id: [statements, labels, caption]}}")
     keep: set[str] | None = None
     if split != source:
-        keep = set(_read_json(root / "data" / f"{split}_id.json"))  # type: ignore[arg-type]
+        keep = set(_id_list(root / "data" / f"{split}_id.json"))
     out = []
     for table_id, entry in examples.items():
         if keep is not None and table_id not in keep:
             continue
-        statements, labels, caption = entry[0], entry[1], entry[2]
-        out.extend(Example(table_id, s, int(lab), caption) for s, lab in zip(statements, labels, strict=True))
+        _table_file_name(examples_file, table_id, "entry")
+        out.extend(_examples_of(examples_file, table_id, entry))
     return out
 
 
 def channel_table_ids(data_dir: str | Path, channel: str) -> set[str]:
-    """Tables of the simple (r1) or complex (r2) collection channel."""
-    return set(_read_json(Path(data_dir) / "data" / f"{channel}_ids.json"))  # type: ignore[arg-type]
+    """Tables of the simple (r1) or complex (r2) collection channel.
+
+    Raises:
+        DatasetError: ``data/<channel>_ids.json`` is missing or not a list of table file names.
+    """
+    return set(_id_list(Path(data_dir) / "data" / f"{channel}_ids.json"))
 
 
 class TableCache:
@@ -88,8 +143,18 @@ class TableCache:
         self._tables: dict[str, Table] = {}
 
     def get(self, table_id: str, caption: str = "") -> Table:
-        """The table with that id (file name in data/all_csv)."""
+        """The table with that id (file name in data/all_csv).
+
+        Raises:
+            DatasetError: the release has no such table file.
+            TableError: the file cannot be read as a table.
+        """
         if table_id not in self._tables:
+            path = self.root / table_id
+            if not path.is_file():
+                raise DatasetError(
+                    f"{path} is missing: the release names table {table_id!r} but has no such file"
+                )
             if len(self._tables) > 256:
                 self._tables.clear()
             self._tables[table_id] = read_tabfact_csv(self.root / table_id, caption=caption)
@@ -137,12 +202,29 @@ def run_benchmark(
     ranker_path: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, object]:
-    """Verify every statement of a split and score it. Failures count as wrong and are logged."""
+    """Verify every statement of a split and score it. Failures count as wrong and are logged.
+
+    ``limit`` keeps the first N statements (None: all of them); ``jobs`` is the number of worker
+    processes.
+
+    Raises:
+        TabverifyError: ``limit`` or ``jobs`` is below 1.
+        DatasetError: the release is missing, malformed (see :func:`load_examples`), names a
+            table file it does not have, or the split has no statements.
+    """
+    check_counts(limit=limit, jobs=jobs)
     examples = load_examples(data_dir, split)
     if limit is not None:
         examples = examples[:limit]
     if not examples:
         raise DatasetError(f"split {split!r} in {data_dir} has no statements")
+    tables = Path(data_dir) / "data" / "all_csv"
+    for table_id in dict.fromkeys(e.table_id for e in examples):
+        if not (tables / table_id).is_file():
+            raise DatasetError(
+                f"{tables / table_id} is missing: split {split!r} has statements about table "
+                f"{table_id!r} but the release has no such file"
+            )
     predictions: list[dict[str, object]] = []
     started = time.perf_counter()
     if jobs <= 1:
@@ -184,6 +266,19 @@ def run_benchmark(
         "metrics": metrics,
         "predictions": predictions,
     }
+
+
+def check_counts(**counts: int | None) -> None:
+    """Refuse a count option below 1 (``limit=0``, ``jobs=-2``); None means "not given".
+
+    Raises:
+        TabverifyError: a count that is not an integer of at least 1, named in the message.
+    """
+    for name, value in counts.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TabverifyError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
 def score(predictions: list[dict[str, object]]) -> dict[str, float]:
@@ -257,6 +352,9 @@ def train_models(
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import VerdictModel
 
+    check_counts(jobs=jobs)
+    if ranker_tables < 0 or (verdict_tables is not None and verdict_tables < 0):
+        raise TabverifyError("ranker_tables and verdict_tables must not be negative")
     examples = load_examples(data_dir, "train")
     by_table: dict[str, list[tuple[str, int]]] = {}
     captions: dict[str, str] = {}
@@ -302,8 +400,28 @@ def train_models(
 
 def _bootstrap(data_dir: str | Path) -> list[tuple[str, str, str]]:
     """(table_id, statement, program) for every human-written program of the release."""
-    data = _read_json(Path(data_dir) / "bootstrap" / "bootstrap.json")
-    return [(table_id, entry[0], entry[4]) for table_id, entries in data.items() for entry in entries]  # type: ignore[union-attr]
+    path = Path(data_dir) / "bootstrap" / "bootstrap.json"
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise DatasetError(f"{path}: expected an object {{table_id: [[statement, ..., program], ...]}}")
+    out = []
+    for table_id, entries in data.items():
+        _table_file_name(path, table_id, "entry")
+        if not isinstance(entries, list):
+            raise DatasetError(f"{path}: entry {table_id!r} must be a list of annotations")
+        for i, entry in enumerate(entries):
+            if (
+                not isinstance(entry, list)
+                or len(entry) < 5
+                or not isinstance(entry[0], str)
+                or not isinstance(entry[4], str)
+            ):
+                raise DatasetError(
+                    f"{path}: annotation {i} of entry {table_id!r} must be a list whose first item "
+                    "is the statement and fifth the program (texts)"
+                )
+            out.append((table_id, entry[0], entry[4]))
+    return out
 
 
 def bootstrap_execution(data_dir: str | Path) -> dict[str, object]:
@@ -317,6 +435,8 @@ def bootstrap_execution(data_dir: str | Path) -> dict[str, object]:
     causes: dict[str, list[dict[str, str]]] = {}
     ok = 0
     items = _bootstrap(data_dir)
+    if not items:
+        raise DatasetError(f"{Path(data_dir) / 'bootstrap' / 'bootstrap.json'} holds no human programs")
     for table_id, statement, program in items:
         table = cache.get(table_id)
         try:

@@ -1,7 +1,15 @@
-"""The trained models shipped with tabverify (``*.npz`` beside this file), and how to read them."""
+"""The trained models shipped with tabverify (``*.npz`` beside this file), and how to read them.
+
+Model files are untrusted input (``check --models DIR``): :func:`read_arrays` turns any failure to
+read one into a :class:`~tabverify.errors.ModelError`, and :func:`check_array` is what the loaders
+use to check each array's dtype and shape before trusting it.
+"""
 
 from __future__ import annotations
 
+import zipfile
+import zlib
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -14,21 +22,55 @@ TRAIN_HINT = (
 )
 
 
+def model_location(filename: str, path: str | Path | None) -> str:
+    """How messages name a model file: the path given, else the package's own file."""
+    return str(path) if path is not None else f"the package's models/{filename}"
+
+
+def not_a_model(filename: str, path: str | Path | None, kind: str, reason: str) -> ModelError:
+    """The error for a file that reads but does not hold a ``kind`` model ("ranker", "verdict")."""
+    return ModelError(f"{model_location(filename, path)} is not a {kind} model file ({reason}); {TRAIN_HINT}")
+
+
 def read_arrays(filename: str, path: str | Path | None = None) -> dict[str, np.ndarray]:
     """The arrays of a model file: ``path`` when given, else the package's own ``filename``.
 
+    Every array is read in full here (no pickled objects), so a truncated or corrupt file fails
+    now, not when the model is first used.
+
     Raises:
-        ModelError: the file is missing or not a readable .npz file.
+        ModelError: the file is missing, or not a readable .npz file (not a zip, truncated,
+            corrupt member, pickled objects).
     """
     try:
         if path is None:
             with (
                 resources.files("tabverify").joinpath("models", filename).open("rb") as handle,
-                np.load(handle) as data,
+                np.load(handle, allow_pickle=False) as data,
             ):
-                return {key: data[key] for key in data.files}
-        with np.load(path) as data:
-            return {key: data[key] for key in data.files}
-    except (OSError, ValueError, KeyError) as exc:
-        where = path or f"the package's models/{filename}"
-        raise ModelError(f"cannot load {where}: {exc}; {TRAIN_HINT}") from exc
+                return {key: np.asarray(data[key]) for key in data.files}
+        with np.load(path, allow_pickle=False) as data:
+            return {key: np.asarray(data[key]) for key in data.files}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ModelError(f"cannot load {model_location(filename, path)}: {reason}; {TRAIN_HINT}") from exc
+
+
+def check_array(
+    data: dict[str, np.ndarray], key: str, dtype_kinds: str, ndim: int, fail: Callable[[str], ModelError]
+) -> np.ndarray:
+    """The array ``key`` of a model file, checked: it exists, its dtype is of one of
+    ``dtype_kinds`` (numpy kind codes: "i" signed, "u" unsigned integers, "f" floats) and it has
+    ``ndim`` dimensions.
+
+    Raises:
+        ModelError: ``fail(reason)`` when the array is missing or of the wrong dtype or shape.
+    """
+    if key not in data:
+        raise fail(f"no array {key!r}; it has {', '.join(sorted(data)) or 'no arrays'}")
+    array = data[key]
+    if array.dtype.kind not in dtype_kinds:
+        raise fail(f"array {key!r} has dtype {array.dtype}")
+    if array.ndim != ndim:
+        raise fail(f"array {key!r} has shape {array.shape}, expected {ndim} dimension(s)")
+    return array

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tabverify.errors import ModelError
-from tabverify.models import TRAIN_HINT, read_arrays
+from tabverify.models import check_array, not_a_model, read_arrays
 from tabverify.program.search import Candidate
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
 from tabverify.program.triggers import TRIGGER_WORDS
@@ -263,14 +263,31 @@ class Ranker:
     def load(cls, path: str | Path | None = None) -> Ranker:
         """Load weights from ``path``, or the ones shipped with the package.
 
+        The file must hold ``indices`` (integers below the feature size, 1-D), ``values`` (finite
+        floats, one per index) and ``n_features`` (one integer, the feature size this code hashes to).
+
         Raises:
-            ModelError: the file is missing or not a ranker file.
+            ModelError: the file is missing, unreadable, or not a ranker model file (missing
+                arrays, wrong dtypes or shapes, indices out of range, another feature size).
         """
-        ranker = cls()
+
+        def fail(reason: str) -> ModelError:
+            return not_a_model(WEIGHTS_FILE, path, "ranker", reason)
+
         data = read_arrays(WEIGHTS_FILE, path)
-        if "n_features" not in data or "indices" not in data:
-            raise ModelError(f"{path or WEIGHTS_FILE} is not a ranker file; {TRAIN_HINT}")
-        if int(data["n_features"][0]) != N_FEATURES:
-            raise ModelError(f"ranker file {path} was trained with a different feature size")
-        ranker.weights[data["indices"]] = data["values"].astype(np.float64)
+        indices = check_array(data, "indices", "iu", 1, fail)
+        values = check_array(data, "values", "f", 1, fail)
+        n_features = check_array(data, "n_features", "iu", 1, fail)
+        if n_features.shape != (1,):
+            raise fail(f"'n_features' has shape {n_features.shape}, expected (1,)")
+        if int(n_features[0]) != N_FEATURES:
+            raise fail(f"trained with {int(n_features[0])} hashed features, this version uses {N_FEATURES}")
+        if len(indices) != len(values):
+            raise fail(f"{len(indices)} indices but {len(values)} values")
+        if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= N_FEATURES):
+            raise fail(f"indices outside 0..{N_FEATURES - 1}")
+        if not np.all(np.isfinite(values)):
+            raise fail("values that are not finite numbers")
+        ranker = cls()
+        ranker.weights[indices.astype(np.int64)] = values.astype(np.float64)
         return ranker

@@ -85,22 +85,47 @@ def _contains(haystack: str, needle: str) -> bool:
 
 def text_match(left: str, right: str) -> bool:
     """Do two texts name the same thing: equal after normalisation, or one contains the other
-    as whole words ("hong kong" matches "hong kong , china")."""
+    as whole words ("hong kong" matches "hong kong , china"), or one misspelt letter in names of
+    8+ characters (see :func:`_one_typo`). Two texts that both read as numbers or dates are never
+    matched with a typo: their values decide (:func:`values_match`)."""
     a, b = normalize_text(left), normalize_text(right)
     if a == b:
         return bool(a)
-    return _contains(a, b) or _contains(b, a) or _one_typo(a, b)
+    if _contains(a, b) or _contains(b, a):
+        return True
+    return _one_typo(a, b) and (literal_quantity(left) is None or literal_quantity(right) is None)
 
 
 def _one_typo(a: str, b: str) -> bool:
     """At most one inserted, deleted or replaced character, for texts of 8+ characters
-    (misspelt names in statements: "scuderi sant ambroeus")."""
+    (misspelt names in statements: "scuderi sant ambroeus").
+
+    The typo must touch only letters: the replaced, inserted or deleted character is a letter,
+    or a space between two letters. A digit, a decimal point, a sign or a space beside a digit is
+    never a typo, so two numbers or dates one character apart ("september 7 2024" and
+    "september 8 2024", "1234567.5" and "1234567.6") are different values, not a misspelling.
+    """
     if min(len(a), len(b)) < 8 or abs(len(a) - len(b)) > 1 or a[0] != b[0]:
         return False
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:
         i += 1
-    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
+    if i == len(a) == len(b):
+        return True
+    if len(a) == len(b):
+        # one replaced character
+        return a[i + 1 :] == b[i + 1 :] and _letter_edit(a, i) and _letter_edit(b, i)
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    # one inserted character: the first difference is where the extra one stands
+    return longer[i + 1 :] == shorter[i:] and _letter_edit(longer, i)
+
+
+def _letter_edit(text: str, i: int) -> bool:
+    """May the character at ``i`` be a typo: a letter, or a space with letters on both sides."""
+    ch = text[i]
+    if ch.isalpha():
+        return True
+    return ch == " " and 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1].isalpha()
 
 
 def aligned_numbers(left: Quantity, right: Quantity) -> tuple[float, float] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tabverify.errors import ModelError
-from tabverify.models import TRAIN_HINT, read_arrays
+from tabverify.models import check_array, not_a_model, read_arrays
 from tabverify.program.ranker import comparison_order
 from tabverify.program.search import Candidate
 from tabverify.program.tree import Call
@@ -237,15 +237,36 @@ class VerdictModel:
     def load(cls, path: str | Path | None = None) -> VerdictModel:
         """Load from ``path`` or the model shipped with the package.
 
+        The file must hold ``weights`` (finite floats, 1-D) and ``vocabulary`` (bytes of a UTF-8
+        JSON list of distinct feature names, one per weight).
+
         Raises:
-            ModelError: the file is missing or unreadable.
+            ModelError: the file is missing, unreadable, or not a verdict model file (missing
+                arrays, wrong dtypes or shapes, a vocabulary that does not decode or does not
+                match the weights).
         """
-        model = cls()
+
+        def fail(reason: str) -> ModelError:
+            return not_a_model(MODEL_FILE, path, "verdict", reason)
+
         data = read_arrays(MODEL_FILE, path)
-        if "weights" not in data or "vocabulary" not in data:
-            raise ModelError(f"{path or MODEL_FILE} is not a verdict model file; {TRAIN_HINT}")
-        weights, vocabulary = data["weights"], data["vocabulary"]
-        keys = json.loads(bytes(vocabulary).decode())
+        weights = check_array(data, "weights", "f", 1, fail)
+        vocabulary = check_array(data, "vocabulary", "u", 1, fail)
+        if vocabulary.dtype.itemsize != 1:
+            raise fail(f"'vocabulary' has dtype {vocabulary.dtype}, expected bytes (uint8)")
+        try:
+            keys = json.loads(vocabulary.tobytes().decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise fail(f"'vocabulary' is not UTF-8 JSON: {exc}") from exc
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise fail("'vocabulary' is not a JSON list of feature names")
+        if len(set(keys)) != len(keys):
+            raise fail("'vocabulary' names a feature twice")
+        if len(keys) != len(weights):
+            raise fail(f"{len(keys)} feature names but {len(weights)} weights")
+        if not np.all(np.isfinite(weights)):
+            raise fail("weights that are not finite numbers")
+        model = cls()
         model.vocabulary = {k: i for i, k in enumerate(keys)}
         model.weights = weights.astype(np.float64)
         return model
