@@ -189,3 +189,28 @@ def test_malformed_arxiveri_data_is_a_dataset_error(tmp_path: Path) -> None:
     (cells / "s1.json").write_text(json.dumps([{"rowIndex": 0, "colIndex": 0}]))
     with pytest.raises(DatasetError, match="alternating target and source cells"):
         load_pairs(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("wide.html", "<table><tr>" + "<td>1</td>" * 5000 + "</tr></table>"),
+        ("wide.md", "|" + "a|" * 1500 + "\n|" + "---|" * 1500 + "\n|" + "1|" * 1500 + "\n"),
+        ("wide.tex", "\\begin{tabular}{c}\n" + " & ".join(["1"] * 1500) + " \\\\\n\\end{tabular}\n"),
+    ],
+)
+def test_every_grid_reader_refuses_more_columns_than_a_table_may_have(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(TableSizeError, match=r"columns, more than the 1,000 a table may have"):
+        read_tables(path)
+
+
+def test_a_grid_of_exactly_the_column_limit_is_read(tmp_path: Path) -> None:
+    from tabverify.table.grid import MAX_GRID_COLUMNS
+
+    path = tmp_path / "t.html"
+    path.write_text("<table><tr>" + "<td>1</td>" * MAX_GRID_COLUMNS + "</tr></table>")
+    assert read_tables(path)[0].n_columns == MAX_GRID_COLUMNS

@@ -151,3 +151,34 @@ def test_the_docstring_examples_hold() -> None:
     for module in (numbers, scientific):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "others"),
+    [
+        ("25,600", "25600", ()),
+        ("1,000,000", "1000000", ()),
+        ("$25{,}600$", "25600", ()),
+        ("25,600.5", "25600.5", ()),
+        ("1,2", "1", ("2",)),
+        ("0.5,0.7", "0.5", ("0.7",)),
+        ("0,123", "0", ("123",)),
+        ("12,345,67", "12", ("345", "67")),
+        ("1,2345", "1", ("2345",)),
+        ("８１．９", "81.9", ()),
+    ],
+)
+def test_thousands_separators_are_read_only_in_groups_of_three(
+    text: str, value: str, others: tuple[str, ...]
+) -> None:
+    m = parse_measurement(text)
+    assert m is not None and m.value == Decimal(value) and m.others == tuple(Decimal(o) for o in others)
+
+
+def test_underscores_and_broken_groups_are_not_numbers() -> None:
+    assert parse_measurement("1_234") is None
+    assert parse_decimal("1_234") is None
+    assert parse_decimal("1,2") is None and parse_decimal("0,123") is None and parse_decimal("1,2345") is None
+    assert parse_decimal("1,234.5") == Decimal("1234.5") and parse_decimal("−１,２３４") == Decimal("-1234")
+    m = parse_measurement("８１．９％")
+    assert m is not None and m.percent and m.value == Decimal("81.9")

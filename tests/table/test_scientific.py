@@ -41,7 +41,8 @@ def test_precision_is_kept() -> None:
     [
         ("\u22120.5", "-0.5"),  # U+2212 minus
         ("11\u2009108", "11108"),  # thin-space thousands
-        ("1,234", "1"),  # a comma separates metrics, see test_multi_metric_cells
+        ("1,234", "1234"),  # thousands commas in groups of three
+        ("1,23", "1"),  # any other comma separates metrics, see test_multi_metric_cells
         (r"\textbf{70.2}", "70.2"),
         (r"\underline{70.2}", "70.2"),
         (r"\ul{70.2}", "70.2"),

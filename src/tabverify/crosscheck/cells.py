@@ -6,6 +6,10 @@ source column (or, for a transposed copy, rows to columns). The correspondence i
 values the two tables share, ambiguous values voting less; a cell pair is reported when its row and
 column correspond and its values agree (exactly, after rounding, or after a x100 scale). Repeated
 values with different meanings are thus told apart by where they sit.
+
+The work per table pair is bounded: a table taking part holds at most :data:`MAX_CROSSCHECK_NUMBERS`
+numbers (:func:`check_numbers`; scientific tables hold a few thousand at most), so that a large
+data table is one clear :class:`~tabverify.errors.TableSizeError`, not minutes and gigabytes.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
+from tabverify.errors import TableSizeError
 from tabverify.table.grid import Grid
 from tabverify.table.numbers import WRITTEN_ROUNDINGS, Agreement
-from tabverify.table.scientific import Measurement, compare
+from tabverify.table.scientific import Measurement, compare, parse_measurement
 
 Position = tuple[int, int]
 _HUNDRED = Decimal(100)
@@ -114,6 +119,40 @@ def _variants(m: Measurement) -> set[Decimal]:
     return keys
 
 
+MAX_CROSSCHECK_NUMBERS = 20_000
+"""The most numbers a table may hold to take part in a crosscheck (as target or source): the
+pairing costs time and memory per number (a table of 20,000 numbers checked against itself takes
+about 8 s and 200 MB), and scientific tables hold a few thousand numbers at most."""
+
+
+def check_numbers(grid: Grid, label: str, limit: int = MAX_CROSSCHECK_NUMBERS) -> None:
+    """Raise :class:`~tabverify.errors.TableSizeError` when ``grid`` holds more than ``limit`` numbers.
+
+    Counting stops at ``limit + 1``, and cells are read only when more than ``limit`` of them hold a
+    digit at all, so refusing a table of a million cells costs about as much as reading ``limit``.
+    ``label`` names the table in the message ("target table 1", "source table 3").
+    """
+    cells = [
+        cell.text
+        for i, row in enumerate(grid.cells)
+        for j, cell in enumerate(row)
+        if cell.origin == (i, j) and not cell.filler and any(ch.isdigit() for ch in cell.text)
+    ]
+    if len(cells) <= limit:
+        return
+    found = 0
+    for text in cells:
+        if parse_measurement(text) is not None:
+            found += 1
+            if found > limit:
+                name = f" ({grid.name})" if grid.name and grid.name not in label else ""
+                raise TableSizeError(
+                    f"{label}{name} holds more than {limit:,} numbers; crosscheck compares tables of at "
+                    f"most {limit:,} numbers (scientific tables hold a few thousand): pass only the "
+                    "table that was copied, or the rows that matter"
+                )
+
+
 T = TypeVar("T")
 _PER_GRID: dict[int, dict[str, Any]] = {}
 
@@ -149,6 +188,7 @@ class NumberIndex:
 
     @classmethod
     def _build(cls, grid: Grid) -> NumberIndex:
+        check_numbers(grid, grid.name or "a table")
         numbers = {p: m for p, m in grid.data_measurements.items() if not m.multi}
         variants = {p: _variants(m) for p, m in numbers.items()}
         positions: dict[Decimal, list[Position]] = defaultdict(list)

@@ -21,7 +21,7 @@ from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 
-from tabverify.crosscheck.cells import Alignment, CellPair, label_words, same_name
+from tabverify.crosscheck.cells import Alignment, CellPair, check_numbers, label_words, same_name
 from tabverify.crosscheck.tables import MAX_ALIGNED_TABLES, MIN_SUPPORT, Candidate, rank_tables, shortlist
 from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
@@ -236,8 +236,10 @@ def _source_label(source: Grid, position: Position, axis: int, transposed: bool)
 
 
 def _rows_with_same_meaning(target: Grid, source: Grid, alignment: Alignment) -> set[int]:
-    """Target rows that hold an agreeing pair and are named like the source line they correspond to
-    (a source row, or for a transposed copy a source column)."""
+    """Target rows named like the source line they correspond to (a source row, or for a transposed
+    copy a source column) that hold an agreeing pair. (Rows whose only number is miscopied are not
+    checked: on the arXiVeri pairs, same-named rows without an agreeing value are mostly other
+    experiments - re-runs, other settings - not copying errors.)"""
     return {
         pair.target[0]
         for pair in alignment.pairs
@@ -397,11 +399,16 @@ def crosscheck(
 
     Raises:
         TableError: a document cannot be read or holds no table; or no source table was given.
+        TableSizeError: the target or a source table holds more than
+            :data:`~tabverify.crosscheck.cells.MAX_CROSSCHECK_NUMBERS` numbers.
     """
     target = as_grids(target)[0] if not isinstance(target, Grid) else target
     sources = tuple(as_grids(sources))
     if not sources:
         raise TableError("no source tables to check against; pass at least one source table or document")
+    check_numbers(target, "the target table")
+    for number, source in enumerate(sources, start=1):
+        check_numbers(source, f"source table {number}")
     indices, note = shortlist(target, sources, max_aligned)
     ranking = rank_tables(target, sources, indices)
     warnings = (note,) if note else ()

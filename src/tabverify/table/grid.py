@@ -5,8 +5,10 @@ is 0-based over every row of the table (header rows too) on the rowspan/colspan-
 with ``colspan=3`` fills three positions, each holding the cell's text and pointing to its origin (the
 top-left position). This is the index convention of the arXiVeri annotations.
 
-Every reader bounds what it builds: one span covers at most :data:`MAX_SPAN` rows or columns, and
-the tables of one document expand to at most :data:`MAX_GRID_CELLS` cells (:class:`CellBudget`),
+Every reader bounds what it builds: one span covers at most :data:`MAX_SPAN` rows or columns, one
+table has at most :data:`MAX_GRID_COLUMNS` columns (:func:`check_columns`, as for a CSV
+:class:`~tabverify.table.model.Table`), and the tables of one document expand to at most
+:data:`MAX_GRID_CELLS` cells (:class:`CellBudget`),
 so a 130-byte ``\\multicolumn{100000000}`` or a page of ``colspan=1000`` cells is one clear
 :class:`~tabverify.errors.TableError`, not gigabytes of memory.
 """
@@ -23,6 +25,9 @@ from tabverify.table.scientific import Measurement, parse_measurement
 
 MAX_SPAN = 1000
 """The most rows or columns one cell may span (browsers cap ``colspan`` at 1000 too)."""
+
+MAX_GRID_COLUMNS = 1000
+"""The most columns one grid may have, spans expanded (the limit of the CSV/JSON table readers)."""
 
 MAX_GRID_CELLS = 1_000_000
 """The most cells the tables of one document may expand to (spans expanded, fillers counted)."""
@@ -53,6 +58,16 @@ class CellBudget:
                 "are spread out, the most tabverify reads from one document; check the spans, or pass "
                 "only the table you need"
             )
+
+
+def check_columns(width: int, name: str) -> None:
+    """Raise :class:`~tabverify.errors.TableSizeError` when a table of ``width`` columns is wider than
+    :data:`MAX_GRID_COLUMNS` (every grid reader calls it before it lays the table out)."""
+    if width > MAX_GRID_COLUMNS:
+        raise TableSizeError(
+            f"{name}: a row spans {width:,} columns, more than the {MAX_GRID_COLUMNS:,} a table may have; "
+            "check the cell separators and colspans, or pass a narrower table"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +112,11 @@ class Grid:
         """A grid from rows of text; the first ``header_rows`` rows are headers; short rows are padded.
 
         Raises:
-            TableError: the grid would hold more cells than ``budget`` (default: :data:`MAX_GRID_CELLS`) allows.
+            TableSizeError: the grid would be wider than :data:`MAX_GRID_COLUMNS` or hold more cells than
+                ``budget`` (default: :data:`MAX_GRID_CELLS`) allows.
         """
         width = max((len(r) for r in rows), default=0)
+        check_columns(width, name or "table")
         (budget or CellBudget(name or "table")).spend(len(rows) * width)
         built = []
         for i, row in enumerate(rows):

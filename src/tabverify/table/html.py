@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from tabverify.errors import TableError, TableSizeError
-from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid, GridCell
+from tabverify.table.grid import MAX_GRID_CELLS, MAX_SPAN, CellBudget, Grid, GridCell, check_columns
 
 _SKIP = {"script", "style", "head", "title", "annotation", "annotation-xml"}
 _BREAKS = {"br", "p", "div", "li"}
@@ -199,6 +199,7 @@ def _layout(raw: _RawTable, name: str, budget: CellBudget) -> Grid:
                     placed[(i + di, j + dj)] = (grid_cell, i, j)
             j += cell.colspan
             width = max(width, j)
+            check_columns(width, name)
     width = max([width] + [j + 1 for (_, j) in placed])
     budget.spend(len(rows) * width - len(placed))  # the fillers that pad short rows
     cells = []

@@ -16,7 +16,7 @@ import bisect
 import re
 
 from tabverify.errors import TableError
-from tabverify.table.grid import MAX_SPAN, CellBudget, Grid, GridCell
+from tabverify.table.grid import MAX_SPAN, CellBudget, Grid, GridCell, check_columns
 
 _BEGIN = re.compile(r"\\begin\{(tabular\*?|tabularx|tabulary|longtable|array)\}")
 _RULES = re.compile(
@@ -169,6 +169,7 @@ def parse_tabular(
     # LaTeX rows spell out every position (a \\multirow leaves empty cells in the rows it covers),
     # so lay rows out independently, then let each \\multirow fill the empty positions it spans
     width = max(sum(colspan for _, _, colspan in row) for row in rows)
+    check_columns(width, name)
     budget.spend(len(rows) * width)
     grid: list[list[GridCell]] = []
     spans: list[tuple[int, int, int, int]] = []

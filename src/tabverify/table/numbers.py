@@ -40,7 +40,10 @@ from enum import StrEnum
 MAX_EXPONENT = 300
 """Numbers beyond ``10**±300`` are not read as numbers (they would overflow floats and arithmetic)."""
 
-_TOKEN = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_TOKEN = re.compile(r"[-+]?(?:(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+# full-width forms (U+FF01-FF5E: "８１．９", "％") and the ideographic space, as NFKC maps them; the
+# rest of NFKC is not applied (it would read a superscript "45.3²" as 45.32)
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _ONE = Decimal(1)
 # wide enough to hold any float exactly, so that Decimal arithmetic on floats never rounds
 _EXACT = Context(prec=800, Emax=1000, Emin=-1100)
@@ -53,19 +56,27 @@ COMPUTED_ROUNDINGS = (ROUND_HALF_EVEN, ROUND_DOWN)
 """How a computed value is read at a statement's precision (Python's ``round``, or truncation)."""
 
 
+def ascii_forms(text: str) -> str:
+    """``text`` with full-width characters written as their ASCII forms (``８１．９％`` -> ``81.9%``),
+    as Unicode NFKC normalisation writes them; other characters are kept."""
+    return text.translate(_FULL_WIDTH)
+
+
 def parse_decimal(token: str) -> Decimal | None:
     """The value of a numeric token, with its written precision, or None when it is not one.
 
-    Accepts a sign (``+``, ``-``, U+2212), digits with thousands commas (``52,340``), a decimal part
-    (``.94``, ``12.``) and an exponent (``1.5e3``, ``2E-4``). Values whose magnitude is beyond
-    ``10**±``:data:`MAX_EXPONENT` are refused rather than read as infinity or zero.
+    Accepts a sign (``+``, ``-``, U+2212), digits with thousands commas in groups of three
+    (``52,340``, ``1,000,000``; ``1,2`` and ``1_234`` are not numbers), a decimal part (``.94``,
+    ``12.``), an exponent (``1.5e3``, ``2E-4``) and full-width digits (``８１．９``). Values whose
+    magnitude is beyond ``10**±``:data:`MAX_EXPONENT` are refused rather than read as infinity or zero.
 
-    >>> parse_decimal("1,234.50"), parse_decimal("1e3"), parse_decimal("1e999999")
-    (Decimal('1234.50'), Decimal('1E+3'), None)
+    >>> parse_decimal("1,234.50"), parse_decimal("1e3"), parse_decimal("1e999999"), parse_decimal("1,2")
+    (Decimal('1234.50'), Decimal('1E+3'), None, None)
     """
-    token = token.strip().replace("\u2212", "-").replace(",", "")
+    token = ascii_forms(token).strip().replace("\u2212", "-")
     if not _TOKEN.fullmatch(token):
         return None
+    token = token.replace(",", "")
     mantissa, _, exponent = token.lower().partition("e")
     if exponent and len(exponent.lstrip("+-").lstrip("0")) > 6:
         return None  # an exponent of a million digits is refused before Decimal sees it

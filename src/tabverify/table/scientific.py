@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from tabverify.table.numbers import Agreement, Number, agreement, parse_decimal, rounds_to
+from tabverify.table.numbers import Agreement, Number, agreement, ascii_forms, parse_decimal, rounds_to
 
 __all__ = [
     "SUFFIXES", "Agreement", "Measurement", "clean_latex", "compare", "display_text", "parse_measurement",
@@ -46,7 +46,9 @@ _MARKS = re.compile(r"\\(?:dagger|ddagger|star|ast|S|P|checkmark|ssymbol\{\d+\})
 _SUPERSCRIPT = re.compile(r"\^\s*\{[^{}]*\}|\^\s*\\[a-zA-Z]+|\^\s*[^\s{]|\{\}\s*(?=\^)")
 _SUBSCRIPT = re.compile(r"_\s*\{([^{}]*)\}|_\s*(\S)")
 _SPACES = re.compile(r"[\s\u2009\u202f\u00a0\u2002-\u2008\u200a\u200b~]+|\\[,;:! ]|\\quad|\\qquad")
-_UNSIGNED = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+# thousands commas in groups of three, the first group not starting with 0 ("25,600", "1,000,000");
+# "1,2", "0,5", "12,345,67" and "0.5,0.7" are not one number (the comma separates values)
+_UNSIGNED = r"(?:(?:[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER = r"[-+]?" + _UNSIGNED
 _MAIN = re.compile(
     rf"^(?P<approx>[≈~]|\\approx|\\sim)?\s*(?P<num>{_NUMBER})\s*"
@@ -196,10 +198,14 @@ def parse_measurement(text: str) -> Measurement | None:
     A cell is a measurement when, after LaTeX and marks are removed, it is a number optionally
     followed by a suffix/unit/percent, a ``±`` spread, a delta, or further numbers separated by
     ``/``, ``|``, ``,`` or ``;`` (several metrics). Anything else ("ResNet-50", "CVPR 2021") is text.
+
+    Commas in groups of three digits are thousands separators (``25,600`` and LaTeX's ``25{,}600``
+    are 25600); any other comma separates values (``1,2`` and ``0.5,0.7`` are two numbers).
+    Full-width characters read as their ASCII forms (``８１．９`` is 81.9); ``1_234`` is not a number.
     """
     if not text or not any(ch.isdigit() for ch in text):
         return None
-    cleaned = clean_latex(text)
+    cleaned = clean_latex(ascii_forms(text))
     if len(cleaned) > 80:
         return None
     main = _MAIN.match(cleaned)
