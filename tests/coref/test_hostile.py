@@ -185,3 +185,102 @@ def test_to_dict_refuses_a_non_finite_number() -> None:
     broken = CorefResult(result.metrics, math.nan, result.mentions, result.options, result.documents)
     with pytest.raises(TabverifyError, match=r"result.metrics.conll_f1 is nan"):
         broken.to_dict()
+
+
+WORDS = Document("w", "ab cd ef", ((Mention.of(0, 2), Mention.of(3, 5)), (Mention.of(6, 8),)))
+
+
+@pytest.mark.parametrize("huge", [1e308, 1.7976931348623157e308])
+def test_huge_kind_weights_do_not_overflow(huge: float) -> None:
+    response = Document("w", WORDS.text, ((Mention.of(0, 2), Mention.of(3, 5)),))  # misses [6, 8)
+    result = score([WORDS], [response], kind_weights={"word": huge, "subword": huge})
+    weighted = result.mentions["weighted"]
+    # every key mention is a word of the same weight: the weighted view is the aligned one
+    assert (weighted.recall, weighted.precision) == (2 / 3, 1.0)
+    assert weighted.f1 == pytest.approx(0.8)
+    json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_only_the_ratio_of_kind_weights_matters() -> None:
+    response = Document("w", WORDS.text, ((Mention.of(0, 2), Mention.of(3, 5), Mention.of(4, 5)),))
+    small = score([WORDS], [response], kind_weights={"word": 3.0}).mentions["weighted"]
+    # a spurious sub-word mention weighs 1 (the weight of what has none): 2 * 3 / (2 * 3 + 1)
+    assert small.precision == pytest.approx(6 / 7) and small.recall == pytest.approx(2 / 3)
+    large = score([WORDS], [response], kind_weights={"word": 1e308}).mentions["weighted"]
+    assert large.recall == pytest.approx(2 / 3) and large.precision == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        ([3, 3], "mention [3, 3] is empty"),
+        ([4, 0], "mention [4, 0] ends before it starts"),
+        ([-1, 2], "mention [-1, 2] lies outside the text (length 7)"),
+        ([2, 99], "mention [2, 99] lies outside the text (length 7)"),
+    ],
+)
+def test_json_spans_say_what_is_wrong(tmp_path: Path, span: list[int], message: str) -> None:
+    path = write(tmp_path, "in.jsonl", json.dumps(record(clusters=[[span]])))
+    with pytest.raises(CorefFormatError) as caught:
+        read_documents(path)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("doc_id", "read_as"), [("a", "a"), (7, "7"), (0, "0")])
+def test_a_document_id_is_a_string_or_an_integer(tmp_path: Path, doc_id: object, read_as: str) -> None:
+    (doc,) = read_documents(write(tmp_path, "in.jsonl", json.dumps(record(doc_id=doc_id))))
+    assert doc.doc_id == read_as
+
+
+@pytest.mark.parametrize("doc_id", [["a"], 7.5, True, {"id": 1}])
+def test_any_other_document_id_is_refused(tmp_path: Path, doc_id: object) -> None:
+    with pytest.raises(CorefFormatError, match="must be a string or an integer"):
+        read_documents(write(tmp_path, "in.jsonl", json.dumps(record(doc_id=doc_id))))
+
+
+def short_line(message: str) -> bool:
+    return "\n" not in message and len(message) < 300
+
+
+def test_thousands_of_unclosed_conll_mentions_are_one_short_line(tmp_path: Path) -> None:
+    lines = "".join(f"d 0 {i} a ({i}\n" for i in range(5000))
+    path = write(tmp_path, "in.conll", f"#begin document d\n{lines}#end document\n")
+    with pytest.raises(CorefFormatError) as caught:
+        read_documents(path)
+    message = str(caught.value)
+    assert "unclosed mention(s) of entity 0, 1, 2, 3, 4 and 4995 more" in message and short_line(message)
+
+
+def test_thousands_of_unclosed_conllu_mentions_are_one_short_line(tmp_path: Path) -> None:
+    body = "".join(f"{i}\tw\t_\t_\t_\t_\t0\t_\t_\tEntity=(e{i}-x-1-\n" for i in range(1, 5001))
+    path = write(tmp_path, "in.conllu", CONLLU_HEAD + body + "\n")
+    with pytest.raises(CorefFormatError) as caught:
+        read_documents(path)
+    message = str(caught.value)
+    assert "unclosed mention(s) of e1, e10, e100, e1000, e1001 and 4995 more" in message and short_line(
+        message
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("in.conll", "#begin document d\nd 0 0 a " + "(x" * 10_000 + "\n#end document\n"),
+        ("in.conll", "#begin document " + "d" * 10_000 + "\nd 0 0 a (1\n#end document\n"),
+        ("in.conllu", CONLLU_HEAD + token("1", entity="Entity=" + "(" * 10_000)),
+        ("in.jsonl", json.dumps(record(clusters=[[[0, 1, 2] * 5000]]))),
+        ("in.jsonl", json.dumps(record(doc_id=["x"] * 10_000))),
+    ],
+)
+def test_long_values_are_cut_in_messages(tmp_path: Path, name: str, text: str) -> None:
+    with pytest.raises(CorefFormatError) as caught:
+        read_documents(write(tmp_path, name, text))
+    assert short_line(str(caught.value)), str(caught.value)[:500]
+
+
+def test_many_repeated_or_unshared_ids_are_listed_briefly() -> None:
+    docs = [Document(f"doc-{i}", "ab", ()) for i in range(100)]
+    with pytest.raises(TabverifyError) as caught:
+        score(docs + docs, docs)
+    assert "doc-0, doc-1, doc-10, doc-11, doc-12 and 95 more" in str(caught.value)
+    assert short_line(str(caught.value))

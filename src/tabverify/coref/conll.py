@@ -4,7 +4,10 @@ Brackets may be concatenated with or without ``|`` (``(12)``, ``(12``, ``12)``).
 order in which the CoNLL reference scorer numbers them (on each line, one-token mentions before
 opening brackets), and a mention listed twice stays listed: the ``conll`` convention of
 :data:`tabverify.coref.document.CONVENTIONS` decides how it is scored. KibutzR's morpheme files
-(form, sentence, position, ``_``, coreference) are read here too.
+(form, sentence, position, ``_``, coreference) are read here too. A line of fewer than five columns
+has no form column (the reference scorer's test files hold "document coreference"): its word is
+written ``_``. Only the coreference column decides the score, as in the reference scorer; the forms
+are compared with the other file's only to warn (see :func:`tabverify.coref.score.pair_documents`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 from pathlib import Path
 
 from tabverify.coref.document import Document, Mention, WordSequence, text_order
-from tabverify.coref.source import CorefFormatError, read_source
+from tabverify.coref.source import CorefFormatError, listed, read_source, shown
 
 BRACKET = re.compile(r"\((\d+)\)|\((\d+)|(\d+)\)")
 BEGIN = re.compile(r"^#\s*begin document\s*(.*?)\s*$")
@@ -41,11 +44,11 @@ class _DocumentBuilder:
         matches = []
         for match in BRACKET.finditer(cell):
             if cell[position : match.start()].strip("|"):
-                raise CorefFormatError(f"{where}: cannot read coreference column {cell!r}")
+                raise CorefFormatError(f"{where}: cannot read coreference column {shown(cell)}")
             position = match.end()
             matches.append(match.groups())
         if cell[position:].strip("|"):
-            raise CorefFormatError(f"{where}: cannot read coreference column {cell!r}")
+            raise CorefFormatError(f"{where}: cannot read coreference column {shown(cell)}")
         # the reference scorer numbers entities as it meets them: one-token mentions, then openings
         for single, _, _ in matches:
             if single is not None:
@@ -62,7 +65,7 @@ class _DocumentBuilder:
                 starts = self.open.get(end)
                 if not starts:
                     raise CorefFormatError(
-                        f"{where}: '{end})' closes a mention of entity {end} that was never opened"
+                        f"{where}: '{end[:20]})' closes a mention of entity {end[:20]} that was never opened"
                     )
                 self.add_mention(end, starts.pop(), index)
 
@@ -70,12 +73,12 @@ class _DocumentBuilder:
         unclosed = [entity for entity, starts in self.open.items() if starts]
         if unclosed:
             raise CorefFormatError(
-                f"{where}: document {self.doc_id!r} ends with unclosed mention(s) of entity "
-                f"{', '.join(unclosed)}; every '(N' needs a matching 'N)'"
+                f"{where}: document {shown(self.doc_id)} ends with unclosed mention(s) of entity "
+                f"{listed(unclosed)}; every '(N' needs a matching 'N)'"
             )
         if not self.words.words:
             raise CorefFormatError(
-                f"{where}: document {self.doc_id!r} has no tokens; give each document its token lines "
+                f"{where}: document {shown(self.doc_id)} has no tokens; give each document its token lines "
                 "(the key's and the response's must be the same)"
             )
         entities = [(name, mentions) for name, mentions in self.entities.items() if mentions]
@@ -106,7 +109,7 @@ def read_conll(path: str | Path) -> list[Document]:
         begin = BEGIN.match(line)
         if begin:
             if builder is not None:
-                raise CorefFormatError(f"{where}: #begin document inside document {builder.doc_id!r}")
+                raise CorefFormatError(f"{where}: #begin document inside document {shown(builder.doc_id)}")
             builder, new_sentence = _DocumentBuilder(begin.group(1), str(path)), False
             continue
         if END.match(line):
@@ -124,11 +127,13 @@ def read_conll(path: str | Path) -> list[Document]:
         if len(columns) == 5 and columns[3] == "_" and columns[1].isdigit() and columns[2].isdigit():
             form = columns[0]  # KibutzR: form, sentence, position, _, coreference
         else:
-            form = columns[3] if len(columns) >= 5 else columns[1] if len(columns) > 1 else columns[0]
+            # CoNLL-2012 has the form in column 4; a shorter line (the reference scorer's test files
+            # hold "document coreference") has none, written "_", and a one-column line is a form alone
+            form = columns[3] if len(columns) >= 5 else "_" if len(columns) > 1 else columns[0]
         index = builder.words.add(form, new_sentence)
         new_sentence = False
         if len(columns) >= 2 and columns[-1] not in ("-", "_"):
             builder.read_cell(columns[-1], index, where)
     if builder is not None:
-        raise CorefFormatError(f"{path}: document {builder.doc_id!r} has no '#end document' line")
+        raise CorefFormatError(f"{path}: document {shown(builder.doc_id)} has no '#end document' line")
     return documents

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabverify.coref.document import Document, Mention, WordSequence, text_order
-from tabverify.coref.source import CorefFormatError, read_source
+from tabverify.coref.source import CorefFormatError, listed, read_source, shown
 
 EMPTY_NODE = "∅"
 """How an empty node (a dropped pronoun) appears in the text rebuilt from the tokens."""
@@ -65,7 +65,7 @@ class _DocumentState:
         words = sorted(set(opened.words))
         if opened.head is not None and not 0 <= opened.head < len(words):
             raise CorefFormatError(
-                f"{where}: the head of a mention of {opened.entity} is its word {opened.head + 1}, but the "
+                f"{where}: the head of a mention of {opened.entity[:20]} is its word {opened.head + 1}, but the "
                 f"mention has {len(words)} word(s); the head field counts the mention's words from 1"
             )
         head = words[opened.head] if opened.head is not None else words[0]
@@ -80,7 +80,8 @@ class _DocumentState:
         if self.open or self.pending:
             names = sorted({o.entity for o in self.open} | set(self.pending))
             raise CorefFormatError(
-                f"{self.where}: document {self.doc_id!r} ends with unclosed mention(s) of {', '.join(names)}"
+                f"{self.where}: document {shown(self.doc_id)} ends with unclosed mention(s) of {listed(names)}; "
+                "every opening bracket needs its closing one"
             )
 
         def first(item: tuple[str, list[Mention]]) -> tuple[object, ...]:
@@ -113,7 +114,7 @@ def _head_index(attrs: str | None, fields: list[str], where: str) -> int | None:
     value = values[position]
     if not value.isdigit() or int(value) < 1:
         raise CorefFormatError(
-            f"{where}: the head of a mention is {value!r}; it must be a word number of the mention, from 1"
+            f"{where}: the head of a mention is {shown(value)}; it must be a word number of the mention, from 1"
         )
     return int(value) - 1
 
@@ -159,7 +160,7 @@ def read_conllu(path: str | Path) -> list[Document]:
             return
         if not state.words.words:
             raise CorefFormatError(
-                f"{path}: document {state.doc_id!r} has no tokens; remove its '# newdoc' line or give it "
+                f"{path}: document {shown(state.doc_id)} has no tokens; remove its '# newdoc' line or give it "
                 "its sentences"
             )
         documents.append(state.build())
@@ -191,14 +192,16 @@ def read_conllu(path: str | Path) -> list[Document]:
             raise CorefFormatError(f"{where}: a CoNLL-U token line needs 10 tab-separated columns")
         token_id, head = columns[0], columns[6]
         if not TOKEN_ID.match(token_id):
-            raise CorefFormatError(f"{where}: ID {token_id!r} is not a word number (1, 1-2 or 1.1)")
+            raise CorefFormatError(f"{where}: ID {shown(token_id)} is not a word number (1, 1-2 or 1.1)")
         if "-" in token_id:
             continue  # a multi-word token: its words follow
         empty = "." in token_id
         if not empty:
             words_in_sentence = max(words_in_sentence, int(token_id))
         if head != "_" and not (head.isascii() and head.isdigit()):
-            raise CorefFormatError(f"{where}: HEAD {head!r} is not a word number; use 0 for the root or _")
+            raise CorefFormatError(
+                f"{where}: HEAD {shown(head)} is not a word number; use 0 for the root or _"
+            )
         if head != "_":
             heads.append((head, number))
         if state is None:
@@ -223,7 +226,7 @@ def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -
     position = 0
     for match in BRACKET.finditer(value):
         if value[position : match.start()].strip():
-            raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
+            raise CorefFormatError(f"{where}: cannot read Entity={shown(value)}")
         position = match.end()
         if match.group("open"):
             entity, part = match.group("open"), match.group("part")
@@ -241,9 +244,11 @@ def _apply_brackets(state: _DocumentState, value: str, index: int, where: str) -
                 _finish(state, state.open.pop(i), entity, part, where)
                 break
         else:
-            raise CorefFormatError(f"{where}: '{key})' closes a mention of {entity} that is not open")
+            raise CorefFormatError(
+                f"{where}: '{key[:20]})' closes a mention of {entity[:20]} that is not open"
+            )
     if value[position:].strip():
-        raise CorefFormatError(f"{where}: cannot read Entity={value!r}")
+        raise CorefFormatError(f"{where}: cannot read Entity={shown(value)}")
 
 
 def _finish(state: _DocumentState, opened: _Open, entity: str, part: str | None, where: str) -> None:
@@ -270,7 +275,9 @@ def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
     lines: list[str] = []
     for doc in documents:
         if not doc.words:
-            raise CorefFormatError(f"document {doc.doc_id!r} has no words; CoNLL-U needs a token document")
+            raise CorefFormatError(
+                f"document {shown(doc.doc_id)} has no words; CoNLL-U needs a token document"
+            )
         lines += [f"# newdoc id = {doc.doc_id}", "# global.Entity = eid-etype-head-other"]
         index = {span: i for i, span in enumerate(doc.words)}
         opens: dict[int, list[tuple[int, str]]] = {}  # word -> (run length, bracket)

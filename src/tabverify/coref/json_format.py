@@ -5,8 +5,12 @@ one object per line), including the IAHLT layout
 (``{"text", "clusters": [{"mentions": [[start, end, {...}]]}]}``) where U+200B marks morpheme
 boundaries. Offsets are 0-based characters, end exclusive; a mention's optional third element is an
 object that may give its ``kind`` and ``subkind`` (a given kind has no subkind unless one is given;
-otherwise both are read from the text, see :func:`~tabverify.coref.document.classify_span`). Every value is checked: anything else is a
-:class:`CorefFormatError` naming the document and the mention.
+otherwise both are read from the text, see :func:`~tabverify.coref.document.classify_span`). A mention
+must cover at least one character inside the text: an empty (``[3, 3]``) or reversed (``[4, 0]``)
+mention is an error. The document id is the first of ``doc_id``, ``doc_key``, ``id`` and
+``metadata.doc_id`` that is given and not empty; it must be a string or an integer (an integer ``7``
+is the id ``"7"``); without any, a record is ``<file stem>-<record number>``. Every value is
+checked: anything else is a :class:`CorefFormatError` naming the document and the mention.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, classify_span, text_order
-from tabverify.coref.source import CorefFormatError, parse_json_source, read_source
+from tabverify.coref.source import CorefFormatError, parse_json_source, read_source, shown
 from tabverify.text.spans import Span
 
 
@@ -29,14 +33,23 @@ def _offset(value: object) -> int | None:
 def _mention(item: object, text: str, where: str) -> Mention:
     shape = '[start, end] or [start, end, {"kind": ..., "subkind": ...}] with integer offsets'
     if not isinstance(item, list) or len(item) not in (2, 3):
-        raise CorefFormatError(f"{where}: mention {item!r} is not {shape}")
+        raise CorefFormatError(f"{where}: mention {shown(item)} is not {shape}")
     start, end = _offset(item[0]), _offset(item[1])
     extra = item[2] if len(item) == 3 else {}
     if start is None or end is None or not isinstance(extra, dict):
-        raise CorefFormatError(f"{where}: mention {item!r} is not {shape}")
-    if not 0 <= start < end <= len(text):
+        raise CorefFormatError(f"{where}: mention {shown(item)} is not {shape}")
+    if start == end:
         raise CorefFormatError(
-            f"{where}: mention [{start}, {end}) lies outside the text (length {len(text)}); "
+            f"{where}: mention [{start}, {end}] is empty; offsets are 0-based characters, end exclusive, "
+            "so a mention of one character is [start, start + 1]"
+        )
+    if end < start:
+        raise CorefFormatError(
+            f"{where}: mention [{start}, {end}] ends before it starts; write [start, end], end exclusive"
+        )
+    if start < 0 or end > len(text):
+        raise CorefFormatError(
+            f"{where}: mention [{start}, {end}] lies outside the text (length {len(text)}); "
             "offsets are 0-based characters, end exclusive"
         )
     span = Span(start, end)
@@ -47,7 +60,7 @@ def _mention(item: object, text: str, where: str) -> Mention:
         subkind = extra["subkind"]
     if kind not in KINDS or (subkind is not None and subkind not in SUBKINDS):
         raise CorefFormatError(
-            f"{where}: mention {item!r}: kind must be one of {', '.join(KINDS)} and subkind one of "
+            f"{where}: mention {shown(item)}: kind must be one of {', '.join(KINDS)} and subkind one of "
             f"{', '.join(SUBKINDS)} (or absent)"
         )
     return Mention((span,), None, kind, subkind)
@@ -64,24 +77,26 @@ def _document(record: object, number: int, source: str) -> Document:
         f"{Path(source).stem}-{number}",
     )  # fmt: skip
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-        raise CorefFormatError(f"{source}: record {number}: the document id {doc_id!r} must be a string")
-    doc_id = str(doc_id)
+        raise CorefFormatError(
+            f"{source}: record {number}: the document id {shown(doc_id)} must be a string or an integer"
+        )
+    doc_id = str(doc_id)  # an integer id 7 is the id "7"
     if not isinstance(text, str):
         raise CorefFormatError(
-            f"{source}: document {doc_id!r}: 'text' is a {type(text).__name__}; it must be the text as a string"
+            f"{source}: document {shown(doc_id)}: 'text' is a {type(text).__name__}; it must be the text as a string"
         )
     clusters = record["clusters"]
     if not isinstance(clusters, list):
-        raise CorefFormatError(f"{source}: document {doc_id!r}: 'clusters' must be a list of clusters")
+        raise CorefFormatError(f"{source}: document {shown(doc_id)}: 'clusters' must be a list of clusters")
     entities = []
     for c, cluster in enumerate(clusters, start=1):
         spans = cluster.get("mentions") if isinstance(cluster, dict) else cluster
         if not isinstance(spans, list):
             raise CorefFormatError(
-                f"{source}: document {doc_id!r}: cluster {c} must be a list of mentions "
+                f"{source}: document {shown(doc_id)}: cluster {c} must be a list of mentions "
                 "(or an object with a 'mentions' list)"
             )
-        where = f"{source}: document {doc_id!r}, cluster {c}"
+        where = f"{source}: document {shown(doc_id)}, cluster {c}"
         mentions = tuple(sorted((_mention(item, text, where) for item in spans), key=text_order))
         if mentions:
             entities.append(mentions)

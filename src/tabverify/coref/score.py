@@ -12,6 +12,7 @@ from tabverify.coref.align import MATCH_MODES, align_mentions, align_zeros_by_de
 from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, shared_words
 from tabverify.coref.duplicates import conll_response, scored_entities
 from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score, mention_overlap
+from tabverify.coref.source import CorefFormatError, listed, shown
 from tabverify.errors import TabverifyError
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,19 @@ def check_kind_weights(kind_weights: Mapping[str, float] | None) -> dict[str, fl
     return checked
 
 
+def normalised_weights(kind_weights: Mapping[str, float]) -> tuple[dict[str, float], float]:
+    """The kind weights and the weight of everything else (1, also for unaligned response mentions),
+    all divided by the largest of them, so each is at most 1 and sums of them cannot overflow (two
+    weights of ``1e308`` would sum to infinity). The weighted view is a ratio of such sums, so
+    dividing every weight by one number leaves it as it was.
+
+    >>> normalised_weights({"subword": 4.0, "word": 0.5})
+    ({'subword': 1.0, 'word': 0.125}, 0.25)
+    """
+    scale = max(1.0, *kind_weights.values())
+    return {kind: weight / scale for kind, weight in kind_weights.items()}, 1.0 / scale
+
+
 def _score(counts: Counts) -> Score:
     return Score(counts.recall, counts.precision, counts.f1)
 
@@ -128,43 +142,95 @@ def pair_documents(
     """Key and response documents paired by id; a key document without a response is scored
     against an empty one (with a warning), a response document without a key is ignored (warning).
 
+    A pair must be over the same text, since mentions are positions in it. Character documents
+    (JSON, KibutzR aligned onto raw texts), or a pair where either side is one, must have identical
+    texts. Token documents (CoNLL-2012, CoNLL-U) are paired word by word - by position (CoNLL-2012)
+    or by sentence and ``ID`` (CoNLL-U; empty nodes aside) - as the reference scorers do, which read
+    only the coreference column; a word whose form differs between the two is a warning.
+
     Raises:
         TabverifyError: no document id is shared (the files do not belong together), or an id repeats.
+        CorefFormatError: a pair whose texts differ (character documents), or CoNLL-2012 documents
+            with different numbers of tokens.
     """
     warnings = []
     for docs, side in ((key_docs, "key"), (response_docs, "response")):
         repeated = sorted(i for i, n in Counter(d.doc_id for d in docs).items() if n > 1)
         if repeated:
-            raise TabverifyError(
-                f"the {side} repeats document id(s) {', '.join(repeated[:5])}; ids must be unique"
-            )
+            raise TabverifyError(f"the {side} repeats document id(s) {listed(repeated)}; ids must be unique")
     responses = {d.doc_id: d for d in response_docs}
     keys = {d.doc_id for d in key_docs}
     if key_docs and response_docs and not keys & responses.keys():
         raise TabverifyError(
-            "key and response share no document id (key: "
-            f"{', '.join(sorted(keys)[:3])}; response: {', '.join(sorted(responses)[:3])}); "
-            "documents are paired by id"
+            f"key and response share no document id (key: {listed(sorted(keys), 3)}; "
+            f"response: {listed(sorted(responses), 3)}); documents are paired by id"
         )
     pairs = []
     for doc in key_docs:
         if doc.doc_id not in responses:
-            warnings.append(f"document {doc.doc_id!r} is missing from the response; scored as empty")
+            warnings.append(f"document {shown(doc.doc_id)} is missing from the response; scored as empty")
             pairs.append((doc, Document(doc.doc_id, doc.text, ())))
         else:
             response = responses[doc.doc_id]
             if doc.words and response.words:
                 with_ids = getattr(doc, "word_ids", ()) and getattr(response, "word_ids", ())
                 if not with_ids and len(doc.words) != len(response.words):
-                    raise TabverifyError(
-                        f"document {doc.doc_id!r}: the key has {len(doc.words)} tokens and the response "
+                    raise CorefFormatError(
+                        f"document {shown(doc.doc_id)}: the key has {len(doc.words)} tokens and the response "
                         f"{len(response.words)}; token files must hold the same tokens"
                     )
+                warnings += _token_differences(doc, response)
                 doc, response = shared_words(doc, response)
+            elif doc.text != response.text:
+                raise CorefFormatError(_text_difference(doc, response))
             pairs.append((doc, response))
     for doc_id in sorted(responses.keys() - keys):
-        warnings.append(f"response document {doc_id!r} has no key document; ignored")
+        warnings.append(f"response document {shown(doc_id)} has no key document; ignored")
     return pairs, warnings
+
+
+def _text_difference(key: Document, response: Document) -> str:
+    """The message for a pair of documents whose texts differ: where they first differ."""
+    at = next(
+        (i for i, (a, b) in enumerate(zip(key.text, response.text, strict=False)) if a != b),
+        min(len(key.text), len(response.text)),
+    )
+    mixed = (
+        " (one side is read from tokens, the other from characters)" if key.words or response.words else ""
+    )
+    return (
+        f"document {shown(key.doc_id)}: the key's and the response's texts differ{mixed}, first at "
+        f"character {at} ({shown(key.text[at : at + 12], 20)} vs {shown(response.text[at : at + 12], 20)}; "
+        f"lengths {len(key.text)} and {len(response.text)}); mentions are character offsets, which mean "
+        "something only over the same text: give both files the same text"
+    )
+
+
+def _token_differences(key: Document, response: Document) -> list[str]:
+    """A warning when words paired by position (CoNLL-2012) or by id (CoNLL-U, empty nodes aside)
+    have different forms; the reference scorers read only the coreference column, so this scores."""
+    key_ids: tuple[str, ...] = getattr(key, "word_ids", ()) or tuple(
+        str(i + 1) for i in range(len(key.words))
+    )
+    response_ids: tuple[str, ...] = getattr(response, "word_ids", ()) or tuple(
+        str(i + 1) for i in range(len(response.words))
+    )
+    key_forms = {i: s.of(key.text) for i, s in zip(key_ids, key.words, strict=True) if "." not in i}
+    differing = [
+        (i, key_forms[i], span.of(response.text))
+        for i, span in zip(response_ids, response.words, strict=True)
+        if i in key_forms and key_forms[i] != span.of(response.text)
+    ]
+    if not differing:
+        return []
+    word, key_form, response_form = differing[0]
+    sentence, _, number = word.rpartition(":")
+    where = f"word {number} of the file's sentence {int(sentence) + 1}" if sentence else f"token {word}"
+    return [
+        f"document {shown(key.doc_id)}: {len(differing)} word(s) differ between key and response (first: "
+        f"{where}, {shown(key_form, 20)} vs {shown(response_form, 20)}); mentions are matched by word "
+        "position as the reference scorers do, so check that both files hold the same text"
+    ]
 
 
 def _options_applied(
@@ -204,7 +270,7 @@ def score(
         kind_weights: optional weights of key mentions by kind (``{"subword": 2.0}``) for the
             ``weighted`` mention-detection view; the headline metrics never use them. Kinds are
             ``word``, ``subword``, ``phrase``, ``embedded_pronoun`` and ``clitic``; each weight a
-            finite number >= 0.
+            finite number >= 0 (any size: only their ratios matter, see :func:`normalised_weights`).
 
     A mention listed more than once is scored by the convention of the key document's format
     (:data:`tabverify.coref.document.CONVENTIONS`: CoNLL-2012 as the Perl reference scorer, CoNLL-U as
@@ -306,7 +372,8 @@ def _mention_views(
         )
         views[view] = views[view] + Counts(hits_gold, len(gold), hits_system, len(system))
     if kind_weights:
-        weight = {m: kind_weights.get(m.subkind or m.kind, kind_weights.get(m.kind, 1.0)) for m in key_set}
+        weights, other = normalised_weights(kind_weights)
+        weight = {m: weights.get(m.subkind or m.kind, weights.get(m.kind, other)) for m in key_set}
         hit = sum(weight[m] for m in found)
-        system_weight = sum(weight[alignment[m]] if m in alignment else 1.0 for m in response_set)
+        system_weight = sum(weight[alignment[m]] if m in alignment else other for m in response_set)
         views["weighted"] = views["weighted"] + Counts(hit, sum(weight.values()), hit, system_weight)
