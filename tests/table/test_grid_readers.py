@@ -177,3 +177,29 @@ B & 46.1 & \begin{tabular}{c}61.0\end{tabular} \\ \bottomrule
     assert len(grids) == 1 and grids[0].caption == "Results"
     assert texts(grids[0]) == [["Method", "AP (val)", "F1"], ["A", "45.3", "60.1"], ["B", "46.1", "61.0"]]
     assert grids[0].header_row_count == 1 and (2, 2) in grids[0].data_measurements
+
+
+def test_paper_json_numbers_every_table_in_order_and_skips_entries_without_one(tmp_path: Path) -> None:
+    import json
+
+    from tabverify.table.documents import read_paper_json
+
+    one = "<table><tr><td>a</td><td>1.5</td></tr></table>"
+    two = (
+        "<table><tr><td>b</td><td>2.5</td></tr></table><p>x</p><table><tr><td>c</td><td>3.5</td></tr></table>"
+    )
+    record = {
+        "list_table_and_caption": [
+            {"table": one, "caption": "Table 1: first"},
+            {"table": "<img src='fig.png'>", "caption": "Figure 2"},
+            {"table": None, "caption": None},
+            {"table": two, "caption": "Table 3: two parts"},
+        ]
+    }
+    grids = read_paper_json(record, "paper.json")
+    assert [g.name for g in grids] == ["paper.json#table1", "paper.json#table2", "paper.json#table3"]
+    assert [g.text(0, 0) for g in grids] == ["a", "b", "c"]  # the second <table> of an entry is kept
+    assert [g.caption for g in grids] == ["Table 1: first", "Table 3: two parts", "Table 3: two parts"]
+    path = tmp_path / "paper.json"
+    path.write_text(json.dumps(record))
+    assert [g.name for g in read_tables(path)] == [g.name for g in grids]  # as `tabverify tables` lists

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tabverify import files
 from tabverify.crosscheck import crosscheck, match_cells
-from tabverify.errors import DatasetError, TableError
+from tabverify.errors import DatasetError, TableError, TableSizeError
 from tabverify.table.grid import Grid
-from tabverify.table.html import read_html_table
+from tabverify.table.html import read_html_table, read_html_tables
 
 Position = tuple[int, int]
 _TH = re.compile(r"<(/?)th\b", re.IGNORECASE)
@@ -145,12 +145,19 @@ def load_pairs(data_dir: str | Path) -> list[Pair]:
                     break
         source_path = root / "source_papers" / f"{source_id}.json"
         candidates, candidate_html = [], []
+        # numbered as read_paper_json (and `tabverify tables`) numbers them: every <table> of every
+        # entry, figures and empty entries giving none; a table's HTML is its entry's
         for html, caption in _entries(_load(source_path), source_path):
             try:
-                candidates.append(_grid(html, caption, f"{source_id}#table{len(candidates) + 1}"))
+                found = read_html_tables(html, source_id)
+            except TableSizeError as exc:
+                raise DatasetError(f"{source_path}: {exc}") from None
             except TableError:
                 continue  # figures and empty entries
-            candidate_html.append(html)
+            for grid in found:
+                name = f"{source_id}#table{len(candidates) + 1}"
+                candidates.append(Grid(grid.cells, " ".join(caption.split()), name))
+                candidate_html.append(html)
         gold_html = _text(truth.get("source_table"), path, "source_table")
         gold_index = None
         if gold_html:

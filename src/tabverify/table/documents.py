@@ -90,8 +90,13 @@ def read_paper_json(data: object, source: str = "json", budget: CellBudget | Non
     """The tables of a paper record in the arXiVeri layout:
     ``{"list_table_and_caption": [{"table": "<table>...", "caption": ...}, ...]}`` (or the list alone).
 
-    Entries whose HTML holds no table (figures) are skipped; ``null`` table or caption values
-    count as empty.
+    Numbering: every top-level ``<table>`` (with at least one row) of every entry is a table, in
+    list order and, within an entry, in document order, named ``SOURCE#tableN`` with N from 1 - the
+    numbers ``tabverify tables`` lists and ``--table N`` / ``target_table`` use, as for an HTML page
+    holding the same tables. An entry whose HTML holds no table (a figure, an empty string,
+    ``null``) gives no table, and an entry holding two gives two, each with the entry's caption; so
+    table N is list entry N only while every earlier entry holds exactly one table (true of every
+    entry of the arXiVeri release).
 
     Raises:
         TableError: JSON of another shape (an entry that is not an object, a table or caption that
@@ -117,14 +122,14 @@ def read_paper_json(data: object, source: str = "json", budget: CellBudget | Non
             _text_field(entry, "table", number, source),
             _text_field(entry, "caption", number, source),
         )
-        name = f"{source}#table{len(grids) + 1}"
         try:
-            grid = read_html_tables(html, name, budget)[0]
+            found = read_html_tables(html, f"{source} entry {number}", budget)
         except TableSizeError:
             raise
         except TableError:
             continue  # an empty or figure-only entry: not a table
-        grids.append(Grid(grid.cells, " ".join(caption.split()), name))
+        for grid in found:
+            grids.append(Grid(grid.cells, " ".join(caption.split()), f"{source}#table{len(grids) + 1}"))
     if not grids:
         raise TableError(f"{source}: the paper record holds no readable table")
     return grids
