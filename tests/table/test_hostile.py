@@ -214,3 +214,56 @@ def test_a_grid_of_exactly_the_column_limit_is_read(tmp_path: Path) -> None:
     path = tmp_path / "t.html"
     path.write_text("<table><tr>" + "<td>1</td>" * MAX_GRID_COLUMNS + "</tr></table>")
     assert read_tables(path)[0].n_columns == MAX_GRID_COLUMNS
+
+
+def _release(root: Path, cells: object | None) -> None:
+    source = "<table><tr><td>m</td><td>AP</td></tr><tr><td>a</td><td>38.2</td></tr></table>"
+    truth = root / "ground_truth" / "table_match" / "t1"
+    truth.mkdir(parents=True)
+    (truth / "s1.json").write_text(json.dumps({"target_table": source, "source_table": source}))
+    (root / "source_papers").mkdir()
+    (root / "source_papers" / "s1.json").write_text(
+        json.dumps({"list_table_and_caption": [{"table": source, "caption": "T1"}]})
+    )
+    if cells is not None:
+        folder = root / "ground_truth" / "cell_match" / "t1"
+        folder.mkdir(parents=True)
+        (folder / "s1.json").write_text(json.dumps(cells))
+
+
+def _cell(row: int, column: int) -> dict[str, object]:
+    return {"rowIndex": row, "colIndex": column, "value": "38.2"}
+
+
+def test_a_missing_cell_annotation_is_a_dataset_error_naming_the_file(tmp_path: Path) -> None:
+    from tabverify.bench.arxiveri import load_pairs
+
+    _release(tmp_path, None)
+    with pytest.raises(DatasetError, match=r"cell_match/t1/s1\.json is missing"):
+        load_pairs(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("target", "source", "message"),
+    [
+        ((99999999999, 1), (1, 1), "target cell at rowIndex 99999999999, colIndex 1 lies outside"),
+        ((1, 1), (1, -5), "source cell at rowIndex 1, colIndex -5 lies outside"),
+        ((1, 1), (2, 0), r"source cell .* \(a 2 x 2 grid"),
+    ],
+)
+def test_annotated_cells_outside_the_grid_are_a_dataset_error(
+    tmp_path: Path, target: tuple[int, int], source: tuple[int, int], message: str
+) -> None:
+    from tabverify.bench.arxiveri import load_pairs
+
+    _release(tmp_path, [_cell(*target), _cell(*source)])
+    with pytest.raises(DatasetError, match=message):
+        load_pairs(tmp_path)
+
+
+def test_annotated_cells_inside_the_grid_are_loaded(tmp_path: Path) -> None:
+    from tabverify.bench.arxiveri import load_pairs
+
+    _release(tmp_path, [_cell(1, 1), _cell(1, 1)])
+    (pair,) = load_pairs(tmp_path)
+    assert pair.gold_cells == frozenset({((1, 1), (1, 1))}) and pair.gold_index == 0

@@ -1,8 +1,9 @@
 """arXiVeri: load the release's dataset layout, run table and cell matching, score them.
 
 Layout (``--data DIR``): ``ground_truth/table_match/<target>/<source>.json``,
-``ground_truth/cell_match/<target>/<source>.json``, ``source_papers/<source>.json`` (the candidate
-tables) and, when present, ``target_papers/<target>.json``.
+``ground_truth/cell_match/<target>/<source>.json`` (one for every table_match file, ``[]`` when no
+cell is annotated; a missing one, or a cell outside its table's grid, is a DatasetError),
+``source_papers/<source>.json`` (the candidate tables) and, when present, ``target_papers/<target>.json``.
 
 Table-matching accuracy is reported with two comparisons. The ground-truth source table had its
 ``<th>`` tags rewritten to ``<td>``, so the released evaluator's verbatim string comparison with the
@@ -114,6 +115,26 @@ def _cells(flat: object, path: Path) -> frozenset[tuple[Position, Position]]:
     return frozenset(zip(positions[::2], positions[1::2], strict=True))
 
 
+def _check_positions(
+    cells: frozenset[tuple[Position, Position]], target: Grid, source: Grid | None, path: Path
+) -> None:
+    """Raise :class:`DatasetError` when an annotated cell lies outside its table's grid (the target
+    grid, and the gold source table's when there is one; without one, indices must be >= 0)."""
+    for target_position, source_position in sorted(cells):
+        for position, grid, which in (
+            (target_position, target, "target"),
+            (source_position, source, "source"),
+        ):
+            row, column = position
+            rows, columns = (grid.n_rows, grid.n_columns) if grid is not None else (None, None)
+            if row < 0 or column < 0 or (rows is not None and (row >= rows or column >= columns)):
+                size = f"a {rows} x {columns} grid" if rows is not None else "a grid"
+                raise DatasetError(
+                    f"{path}: the {which} cell at rowIndex {row}, colIndex {column} lies outside the "
+                    f"{which} table ({size}; indices are 0-based over the expanded grid)"
+                )
+
+
 def _grid(html: str, caption: str, name: str) -> Grid:
     grid = read_html_table(html, name)
     return Grid(grid.cells, " ".join(caption.split()), name)
@@ -163,12 +184,17 @@ def load_pairs(data_dir: str | Path) -> list[Pair]:
         if gold_html:
             matches = [i for i, h in enumerate(candidate_html) if normalise_th(h) == normalise_th(gold_html)]
             gold_index = matches[0] if matches else None
+        # every release pair has its cell annotation ("[]" when none): a missing one is an error,
+        # not "no gold cells", which would lower the cell scores without a word
         cells_path = root / "ground_truth" / "cell_match" / target_id / f"{source_id}.json"
-        gold_cells = _cells(_load(cells_path), cells_path) if cells_path.exists() else frozenset()
+        gold_cells = _cells(_load(cells_path), cells_path)
         try:
             target = _grid(target_html, target_caption, f"{target_id} target")
         except TableError as exc:
             raise DatasetError(f"{path}: the target table cannot be read ({exc})") from None
+        _check_positions(
+            gold_cells, target, candidates[gold_index] if gold_index is not None else None, cells_path
+        )
         pairs.append(
             Pair(
                 target_id,
