@@ -62,6 +62,10 @@ def read_text(path: str | Path, what: str = "file", error: type[TabverifyError] 
               max_bytes: int = MAX_FILE_BYTES) -> str:  # fmt: skip
     """The UTF-8 text of a regular file (a BOM is dropped), with :func:`read_bytes`'s checks."""
     data = read_bytes(path, what, error, max_bytes)
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise error(
+            f"{path}: looks like UTF-16 (it starts with a UTF-16 byte order mark); re-save it as UTF-8"
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -78,3 +78,43 @@ def test_total_rows_are_not_data_rows(tmp_path: Path) -> None:
     table = load_table(path)
     assert table.n_rows == 3
     assert table.data_row_indices == (0, 1)
+
+
+def test_messages_and_line_endings_of_table_files(tmp_path: Path) -> None:
+    from tabverify.errors import TableError
+    from tabverify.table import load_table, read_tables
+
+    cr = tmp_path / "mac.csv"
+    cr.write_bytes(b"a,b\r1,2\r3,4\r")
+    assert load_table(cr).n_rows == 2 and read_tables(cr)[0].n_rows == 3
+    quote = tmp_path / "q.csv"
+    quote.write_text('a,b\n1,2\n3,"4\n5,6\n')
+    with pytest.raises(TableError, match=r"unterminated quote \(\"\) starting at line 3"):
+        load_table(quote)
+    for bom in ("utf-16-le", "utf-16-be"):
+        wide = tmp_path / "u16.csv"
+        wide.write_bytes(("\ufeffa,b\n1,2\n").encode(bom))
+        with pytest.raises(TableError, match="looks like UTF-16.*re-save it as UTF-8"):
+            load_table(wide)
+    rows = tmp_path / "r.json"
+    rows.write_text('{"header": ["a", "b"], "rows": [[1, 2], [3]]}')
+    with pytest.raises(TableError, match='row 2 of "rows" has 1 cells but "header" has 2'):
+        load_table(rows)
+    other = tmp_path / "t.xyz"
+    other.write_text("\\begin{tabular}{c} 1 \\end{tabular}")
+    with pytest.raises(TableError, match=r"use a \.csv, \.tsv, \.json or TabFact \.html\.csv file"):
+        load_table(other)
+    tex = tmp_path / "t.tex"
+    tex.write_text("\\begin{tabular}\na & b \\\\\n\\end{tabular}\n")
+    with pytest.raises(TableError, match="has no column spec"):
+        read_tables(tex)
+
+
+def test_repeated_header_names_are_made_addressable(tmp_path: Path) -> None:
+    from tabverify.table import load_table
+
+    path = tmp_path / "dup.csv"
+    path.write_text("a,A,,b,a\n1,2,3,4,5\n")
+    table = load_table(path)
+    assert table.header == ("a", "A (2)", "", "b", "a (3)")
+    assert [table.column_index(n) for n in ("a", "a (2)", "a (3)", "b")] == [0, 1, 4, 3]

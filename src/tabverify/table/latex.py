@@ -222,7 +222,13 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
             i = _skip_space(tex, i)
             if tex[i : i + 1] == "[":
                 i = tex.index("]", i) + 1
-            _, i = _group(tex, _skip_space(tex, i))  # column spec
+            i = _skip_space(tex, i)
+            if tex[i : i + 1] != "{":
+                raise TableError(
+                    f"{source}: table {number}: \\begin{{{env}}} has no column spec; write one such as "
+                    f"\\begin{{{env}}}{{lcc}}"
+                )
+            _, i = _group(tex, i)  # column spec
         except (ValueError, IndexError) as exc:
             raise TableError(f"{source}: table {number}: malformed \\begin{{{env}}}") from exc
         end = _matching_end(tex, i)

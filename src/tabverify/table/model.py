@@ -64,12 +64,15 @@ class Table:
     ) -> Table:
         """Build a table from a header and rows of plain values (converted with ``str``).
 
+        Header names are made addressable with :func:`unique_names`: a repeated name gets a suffix
+        (``a,a,,b`` -> ``a``, ``a (2)``, ``""``, ``b``); an empty name stays empty.
+
         Raises:
             TableError: when a row's length differs from the header's.
         """
         from tabverify.errors import TableError
 
-        header_t = tuple(str(h).strip() for h in header)
+        header_t = unique_names([str(h).strip() for h in header])
         built = []
         for number, row in enumerate(rows, start=1):
             if len(row) != len(header_t):
@@ -143,6 +146,32 @@ class Table:
     def to_records(self) -> list[dict[str, str]]:
         """The table as a list of {header: cell text} dicts."""
         return [{h: c.text for h, c in zip(self.header, row, strict=True)} for row in self.rows]
+
+
+def unique_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Column names each addressable by :meth:`Table.column_index`: the first of names equal up to
+    case and spaces is kept, each later one gets `` (2)``, `` (3)``... (the first such suffix not
+    already a name). Empty names stay empty: such a column (TabFact's unnamed row-number column) is
+    addressed by position.
+
+    >>> unique_names(["a", "A", "", "b", ""])
+    ('a', 'A (2)', '', 'b', '')
+    """
+    taken = {_norm_header(n) for n in names if n}
+    seen: set[str] = set()
+    result = []
+    for name in names:
+        key = _norm_header(name)
+        if name and key in seen:
+            count = 2
+            while _norm_header(f"{name} ({count})") in taken:
+                count += 1
+            name = f"{name} ({count})"
+            key = _norm_header(name)
+            taken.add(key)
+        seen.add(key)
+        result.append(name)
+    return tuple(result)
 
 
 def _norm_header(name: str) -> str:

@@ -48,9 +48,12 @@ def delimited_rows(text: str, delimiter: str, source: str, max_cells: int) -> li
     """
     rows: list[list[str]] = []
     cells = 0
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    # newline="": lines end at \n, \r\n or a lone \r (old Mac files) alike
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    start = last_start = 1
     try:
         for row in reader:
+            last_start, start = start, reader.line_num + 1
             cells += len(row)
             if cells > max_cells:
                 raise TableError(
@@ -66,6 +69,12 @@ def delimited_rows(text: str, delimiter: str, source: str, max_cells: int) -> li
                 "is never closed; check the quoting"
             )
         raise TableError(f"{source}: cannot read line {reader.line_num + 1} as CSV ({reason})") from None
+    last = rows[-1] if rows else []
+    if reader.line_num > last_start and last and any(ch in last[-1] for ch in "\r\n") and text.count('"') % 2:
+        # the last row ran to the end of the text inside a quoted field
+        raise TableError(
+            f'{source}: unterminated quote (") starting at line {last_start}; close the quote or remove it'
+        )
     return rows
 
 
@@ -106,11 +115,18 @@ def _check_size(columns: int, data_rows: int, source: str) -> None:
         )
 
 
-def _from_grid(grid: Iterable[list[str]], source: str, caption: str, name: str) -> Table:
+def _from_grid(
+    grid: Iterable[list[str]], source: str, caption: str, name: str, json_rows: bool = False
+) -> Table:
     header, rows = header_and_rows(grid, source)
     _check_size(len(header), len(rows), source)
-    for number, row in enumerate(rows, start=2):
+    for number, row in enumerate(rows, start=1 if json_rows else 2):
         if len(row) != len(header):
+            if json_rows:
+                raise TableError(
+                    f'{source}: row {number} of "rows" has {len(row)} cells but "header" has {len(header)}; '
+                    "make every row as long as the header"
+                )
             raise TableError(
                 f"{source}: line {number} has {len(row)} fields but the header has {len(header)} "
                 "(ragged rows); check the delimiter and quoting"
@@ -198,6 +214,7 @@ def table_from_json(data: Any, source: str = "json", caption: str = "", name: st
             source,
             caption,
             name,
+            json_rows=True,
         )
     if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         columns: dict[str, None] = {}
@@ -300,7 +317,9 @@ def load_table(source: str | Path | Any, caption: str = "", fmt: str = "auto") -
                 else "csv"
             )
         else:
-            raise TableError(f"{path}: unknown table format; use .csv, .tsv, .json or pass fmt=")
+            raise TableError(
+                f"{path}: unknown table format; use a .csv, .tsv, .json or TabFact .html.csv file"
+            )
     if fmt == "tabfact":
         return read_tabfact_csv(path, caption)
     if fmt == "csv":
