@@ -54,8 +54,17 @@ def json_value(value: object) -> JsonValue:
     return text_of(value)
 
 
+def _loose_header(name: str) -> str:
+    """A header as :func:`resolve_header` compares it: lower case, brackets and runs of spaces
+    read as one space."""
+    return " ".join(name.lower().replace("(", " ").replace(")", " ").split())
+
+
 def resolve_header(table: Table, name: str) -> int:
-    """The column a header argument names: exact (case-insensitive), else a unique fuzzy match.
+    """The column a header argument names: its header written the same way, ignoring case and
+    spacing (:meth:`Table.column_index`), else the one column whose header is the same once
+    brackets are read as spaces ("points (pts)" for "points pts"). A prefix or part of a header
+    ("w" for "week") names no column: it could as well be another one.
 
     Raises:
         ProgramExecutionError: no column (or several) matches.
@@ -63,21 +72,12 @@ def resolve_header(table: Table, name: str) -> int:
     index = table.column_index(name)
     if index is not None:
         return index
-    wanted = " ".join(name.lower().replace("(", " ").replace(")", " ").split())
-    candidates = [
-        i
-        for i, h in enumerate(table.header)
-        if wanted
-        and (
-            wanted in " ".join(h.lower().replace("(", " ").replace(")", " ").split())
-            or " ".join(h.lower().split()) in wanted
-        )
-    ]
+    wanted = _loose_header(name)
+    candidates = [i for i, h in enumerate(table.header) if wanted and _loose_header(h) == wanted]
     if len(candidates) == 1:
         return candidates[0]
-    raise ProgramExecutionError(
-        f"no column named {name!r}; the table's columns are: {', '.join(table.header)}"
-    )
+    problem = f"{len(candidates)} columns match {name!r}" if candidates else f"no column named {name!r}"
+    raise ProgramExecutionError(f"{problem}; the table's columns are: {', '.join(table.header)}")
 
 
 def evaluate(node: Node, ctx: Context) -> object:

@@ -13,7 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from tabverify.errors import ProgramExecutionError, ProgramTypeError
-from tabverify.program.values import normalize_text, order, quantity_of, text_match, text_of, values_match
+from tabverify.program.values import (
+    normalize_text,
+    order,
+    out_of_range_number,
+    quantity_of,
+    text_match,
+    text_of,
+    values_match,
+)
 from tabverify.table import Cell, CellRef, Quantity, Table
 
 View = tuple[int, ...]
@@ -62,7 +70,8 @@ def run_function(name: str, ctx: Context, args: Sequence[object]) -> object:
 
     Raises:
         ProgramExecutionError: the function cannot compute a value from these arguments (an empty
-            view, a column without numbers, dates added...), or the value is not a finite number.
+            view, a column without numbers, dates added, a number too large to read...), or the
+            result overflows (is not a finite number).
     """
     try:
         value = FUNCTIONS[name].impl(ctx, *args)
@@ -71,7 +80,7 @@ def run_function(name: str, ctx: Context, args: Sequence[object]) -> object:
     except (ValueError, TypeError, ArithmeticError, IndexError) as exc:
         raise ProgramExecutionError(f"{name} failed: {exc}") from exc
     if isinstance(value, float) and not math.isfinite(value):
-        raise ProgramExecutionError(f"{name} gives {value}, not a finite number")
+        raise ProgramExecutionError(f"{name}: the result overflows ({value}, not a finite number)")
     return value
 
 
@@ -84,12 +93,26 @@ def _register(name: str, args: tuple[str, ...], returns: str, doc: str):
 
 
 def _numeric_cells(ctx: Context, view: View, column: int) -> list[tuple[int, Quantity]]:
-    """The rows of the view whose cell in the column holds a number or date, with that quantity."""
+    """The rows of the view whose cell in the column holds a number or date, with that quantity.
+
+    Cells without a number are skipped (a "-" or "n/a" in a column of numbers), but a cell whose
+    number is too large to read (beyond ``10**±300``) is an error: skipping it would let max, min,
+    sum, argmax... answer as if it were not there.
+    """
     out = []
     for r in view:
-        q = quantity_of(ctx.table.rows[r][column])
+        cell = ctx.table.rows[r][column]
+        q = quantity_of(cell)
         if q is not None:
             out.append((r, q))
+            continue
+        unreadable = out_of_range_number(cell)
+        if unreadable is not None:
+            ctx.touch(r, column)
+            raise ProgramExecutionError(
+                f"column {ctx.table.header[column]!r}, data row {r + 1}: {_short(unreadable)!r} is out of "
+                "the range tabverify reads as numbers, so the column cannot be ranked or added up"
+            )
     if not out:
         raise ProgramExecutionError(
             f"column {ctx.table.header[column]!r} has no numbers in the selected rows"
@@ -299,10 +322,20 @@ _register("nth_min", ("view", "header", "num"), "num", "the n-th smallest number
 )
 
 
+def _short(text: str, limit: int = 40) -> str:
+    """Text shortened for a message (a 400-digit number is shown by its start)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _number(value: object) -> float:
     q = quantity_of(value)
     if q is None:
-        raise ProgramExecutionError(f"{text_of(value)!r} is not a number")
+        unreadable = out_of_range_number(value)
+        if unreadable is not None:
+            raise ProgramExecutionError(
+                f"{_short(unreadable)!r} is out of the range tabverify reads as numbers (magnitudes beyond 10**±300)"
+            )
+        raise ProgramExecutionError(f"{_short(text_of(value))!r} is not a number")
     return q.value
 
 
@@ -359,9 +392,12 @@ def _most_freq(ctx: Context, view: View, column: int) -> str:
 
 # ---- booleans ----------------------------------------------------------------------------------
 
-_register("eq", ("obj", "obj"), "bool", "same value (numbers at the literal's precision)")(
-    lambda ctx, a, b: values_match(a, b)
-)
+_register(
+    "eq",
+    ("obj", "obj"),
+    "bool",
+    "same value (numbers at the less precise side's precision: eq{3; 3.4} holds)",
+)(lambda ctx, a, b: values_match(a, b))
 _register("not_eq", ("obj", "obj"), "bool", "different values")(lambda ctx, a, b: not values_match(a, b))
 _register("round_eq", ("obj", "obj"), "bool", "equal after rounding")(lambda ctx, a, b: values_match(a, b))
 _register("str_eq", ("obj", "obj"), "bool", "one text contains the other")(
@@ -375,6 +411,8 @@ _register("not_str_eq", ("obj", "obj"), "bool", "neither text contains the other
 def _ordered(a: object, b: object, wanted: int) -> bool:
     result = order(a, b)
     if result is None:
+        for value in (a, b):
+            _number(value)  # says which side is out of range, or not a number
         raise ProgramExecutionError(f"cannot compare {text_of(a)!r} with {text_of(b)!r} as numbers")
     return result == wanted
 

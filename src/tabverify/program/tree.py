@@ -7,6 +7,7 @@ democratic}}; 3}``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tabverify.errors import ProgramSyntaxError, ProgramTypeError
@@ -86,6 +87,7 @@ Node = Call | Header | Literal | AllRows
 MAX_DEPTH = 100
 """Deepest nesting of function calls a program may have (human programs nest at most 7 deep)."""
 
+_ANNOTATION_RE = re.compile(r"=\s*(true|false)$", re.IGNORECASE)  # the human annotations' "=True"
 _CONTEXT = 30  # characters of the program shown on each side of a syntax error
 
 
@@ -97,21 +99,28 @@ def to_text(program: Node) -> str:
 def parse_program(text: str) -> Call:
     """Parse a program in the TabFact brace syntax.
 
-    A trailing ``=True`` / ``=False`` (as in the human annotations) is accepted and ignored.
+    A trailing ``=True`` (as in the human annotations) is accepted and ignored; a trailing
+    ``=False`` is refused, since ignoring it would run the negation of what it says (write
+    ``not{...}`` instead).
     Bare text is typed by the signature of the function it is passed to: a header, a literal or
     ``all_rows``. There are no boolean literals: a bool argument must be a call.
 
     Raises:
-        ProgramSyntaxError: unbalanced braces, empty arguments, trailing text, unknown function,
-            calls nested deeper than :data:`MAX_DEPTH`.
+        ProgramSyntaxError: unbalanced braces, empty arguments, trailing text (``=False``
+            included), unknown function, calls nested deeper than :data:`MAX_DEPTH`.
         ProgramTypeError: an argument that cannot have the type its function expects.
     """
     from tabverify.program.functions import FUNCTIONS
 
     source = text.strip()
-    for suffix in ("=true", "=false"):
-        if source.lower().endswith(suffix):
-            source = source[: -len(suffix)].rstrip()
+    annotation = _ANNOTATION_RE.search(source)
+    if annotation is not None and annotation.group(1).lower() == "true":
+        source = source[: annotation.start()].rstrip()
+    elif annotation is not None:
+        raise ProgramSyntaxError(
+            "a program ending in '=False' is not accepted: the annotation would be ignored and the "
+            "program run as if it were true; write not{...} around the program instead"
+        )
     if not source:
         raise ProgramSyntaxError("empty program; expected something like eq{count{all_rows}; 3}")
     position = 0

@@ -48,6 +48,41 @@ def loose_quantity(text: str) -> Quantity | None:
     return Quantity(text, float(value), "number", decimals_of(value))
 
 
+_WRITTEN_NUMBER_RE = re.compile(r"[-+\u2212]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def out_of_range_number(value: object) -> str | None:
+    """The number a program value writes but tabverify does not read as one because of its size
+    (beyond ``10**±300``, ``tabverify.table.numbers.MAX_EXPONENT``: ``1e308``, 400 digits), or
+    None when the value reads as a number or writes none.
+
+    For a literal the whole text must be such a number; for a cell, the number :func:`quantity_of`
+    would have read from it (the whole text, else its first stand-alone number).
+    """
+    if isinstance(value, bool) or quantity_of(value) is not None:
+        return None
+    if isinstance(value, Cell):
+        text = value.text.strip()
+        if not _WRITTEN_NUMBER_RE.fullmatch(text):
+            match = _LOOSE_NUMBER_RE.search(text)
+            if match is None:
+                return None
+            text = match.group(0)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not _WRITTEN_NUMBER_RE.fullmatch(text):
+            return None
+    else:
+        return None
+    # without its commas the token has the shape parse_decimal reads ("1,2" is refused for its
+    # commas, not its size), so refusing it now means its magnitude is out of range
+    plain = text.replace(",", "")
+    mantissa = plain.lower().partition("e")[0]
+    if parse_decimal(plain) is not None or not mantissa.strip("+-\u2212.0"):
+        return None
+    return text
+
+
 def quantity_of(value: object) -> Quantity | None:
     """The number or date a program value stands for, or None."""
     if isinstance(value, Cell):
