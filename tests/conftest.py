@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,3 +63,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for nodeid in _skipped[:20]:
             print(f"  {nodeid}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def browser_dom(page: Path) -> str:
+    """The DOM a real browser (Debian's headless Chromium) builds from a page, serialised.
+
+    Skipped when Chromium is missing - which CI turns into a failure (see above)."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no chromium on this machine (`apt-get install chromium`; .ci/run installs it)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--dump-dom"]  # fmt: skip
+    return subprocess.run(
+        [chromium, *flags, page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout

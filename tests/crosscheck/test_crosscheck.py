@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from tabverify.crosscheck.cells import label_words, same_name
 from tabverify.crosscheck.html import render_html
 from tabverify.table import Grid, Table, read_html_tables, read_tables
 from tabverify.table.scientific import Agreement
+from tests.conftest import browser_dom
 from tests.crosscheck.conftest import TARGET_ROWS, target_html
 
 
@@ -143,14 +142,10 @@ def test_report_json_and_html(target_path: Path, source_path: Path) -> None:
     assert 'class="bad"' in page and "&lt;- cited" in page
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium on this machine")
 def test_html_report_renders_in_a_real_browser(tmp_path: Path, target_path: Path, source_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(render_html([("paper <- cited", crosscheck(target_path, source_path))]), encoding="utf-8")
-    dom = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
+    dom = browser_dom(page)
     grids = read_html_tables(dom)  # what the browser built, read back
     assert len(grids) == 3
     assert grids[0].text(4, 2) == "66.9" and grids[0].n_columns == 4

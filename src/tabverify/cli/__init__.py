@@ -13,7 +13,7 @@ import sys
 import typer
 
 from tabverify.cli import bench, coref, crosscheck, verify
-from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, clean, err, one_line
+from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, clean, err, one_line, print_error
 from tabverify.errors import TabverifyError
 
 app = typer.Typer(
@@ -61,16 +61,16 @@ def main() -> None:
             sys.exit(EXIT_INPUT)
         context = getattr(exc, "ctx", None)
         hint = f" (see '{context.command_path} --help')" if context is not None else ""
-        err.print(f"error: {clean(one_line(exc.format_message()))}{hint}")
+        print_error(f"{exc.format_message()}{hint}")
         sys.exit(EXIT_INPUT)
     except typer.Abort:
         err.print("interrupted")
         sys.exit(130)
     except TabverifyError as exc:
-        err.print(f"error: {clean(one_line(str(exc)))}")
+        print_error(str(exc))
         sys.exit(EXIT_INPUT)
     except (RecursionError, MemoryError) as exc:
-        err.print(f"error: the input is too large or too deeply nested to process ({type(exc).__name__})")
+        print_error(f"the input is too large or too deeply nested to process ({type(exc).__name__})")
         sys.exit(EXIT_INPUT)
     except BrokenPipeError:
         # the reader of our output went away (e.g. `| head`): not an error of ours

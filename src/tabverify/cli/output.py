@@ -48,9 +48,14 @@ def one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-def fail(message: str) -> NoReturn:
-    """Print ``error: message`` on stderr (one line, never markup) and exit 2."""
+def print_error(message: str) -> None:
+    """Print ``error: message`` on stderr: one line, never markup, control characters made visible."""
     err.print(Text.assemble(("error:", "bold red"), " ", clean(one_line(message))))
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` on stderr and exit 2."""
+    print_error(message)
     raise typer.Exit(EXIT_INPUT)
 
 
