@@ -146,7 +146,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path, name: str) -> None:
 
 def test_an_unreadable_raw_text_is_a_format_error(tmp_path: Path) -> None:
     (tmp_path / "raw").mkdir()
-    (tmp_path / "raw" / "7.txt").write_bytes(b"\xff\xfe not utf-8")
+    (tmp_path / "raw" / "7.txt").write_bytes(b"\xc3\x28 not utf-8")
     morphemes = write(tmp_path, "htb:7.conllu", "#begin document htb:7\nא\t1\t1\t_\t(1)\n#end document\n")
     with pytest.raises(CorefFormatError, match="not valid UTF-8"):
         read_documents(morphemes, raw_dir=tmp_path / "raw")
