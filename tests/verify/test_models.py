@@ -147,3 +147,29 @@ def test_check_with_corrupt_models_exits_2_naming_the_file(tmp_path: Path) -> No
         assert done.returncode == 2, done.stderr
         assert WEIGHTS_FILE in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_zip_bomb_model_file_is_refused_before_decompressing(tmp_path: Path) -> None:
+    from tabverify.models import MAX_MODEL_BYTES, read_arrays
+
+    bomb = tmp_path / "bomb.npz"
+    # np.zeros maps untouched zero pages, so building this costs little memory; it compresses to ~100 KB.
+    np.savez_compressed(bomb, weights=np.zeros(MAX_MODEL_BYTES + 1, np.uint8))
+    assert bomb.stat().st_size < 1_000_000
+    with pytest.raises(ModelError, match=r"bomb\.npz.*'weights\.npy' declares \d+ bytes uncompressed"):
+        read_arrays("x.npz", bomb)
+    with pytest.raises(ModelError, match=r"bomb\.npz"):
+        Ranker.load(bomb)
+
+
+def test_model_files_whose_members_together_exceed_the_cap_are_refused(tmp_path: Path) -> None:
+    from tabverify.models import MAX_MODEL_BYTES, read_arrays
+
+    half = np.zeros(MAX_MODEL_BYTES // 2 + 1, np.uint8)
+    many = tmp_path / "many.npz"
+    np.savez_compressed(many, a=half, b=half)
+    with pytest.raises(ModelError, match=r"many\.npz.*members declare \d+ bytes together"):
+        read_arrays("x.npz", many)
+    small = tmp_path / "small.npz"
+    np.savez_compressed(small, a=np.zeros(1000, np.uint8), b=np.ones(10, np.int64))
+    assert set(read_arrays("x.npz", small)) == {"a", "b"}
