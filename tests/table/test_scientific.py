@@ -132,3 +132,66 @@ def test_scale_tolerant() -> None:
 def test_suffixes_compare_by_what_they_stand_for() -> None:
     assert agreement("1.5M", "1500K") is Agreement.EXACT
     assert agreement("4.0G", "4.0") is Agreement.EXACT  # a suffix on one side is a unit
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"43.7\dag",
+        r"43.7\ddag",
+        r"43.7\textsuperscript{a}",
+        r"43.7$^{a}$",
+        r"43.7$^\dagger$",
+        r"43.7$^*$",
+        r"43.7\footnotemark",
+        r"43.7\footnotemark[2]",
+        r"43.7\footnote{Trained for 12 {\it more} epochs.}",
+        r"43.7\footnote[3]{See 5.1}",
+        r"\textbf{43.7}\dag",
+    ],
+)
+def test_footnote_marks_are_read_through(text: str) -> None:
+    m = parse_measurement(text)
+    assert m is not None and m.value == Decimal("43.7") and not m.multi, text
+
+
+@pytest.mark.parametrize("text", [">43.7", "$<$43.7", r"\leq 43.7", r"$\geq$ 5", "≥ 5", "&lt;0.1", "<=3"])
+def test_inequalities_are_bounds_not_values(text: str) -> None:
+    from tabverify.table.scientific import is_bound
+
+    assert parse_measurement(text) is None
+    assert is_bound(text)
+
+
+@pytest.mark.parametrize("text", ["43.7", "x>3", ">abc", r"\left 3", "ResNet-50", ""])
+def test_values_and_text_are_not_bounds(text: str) -> None:
+    from tabverify.table.scientific import is_bound
+
+    assert not is_bound(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (r"43.7\dag", "43.7†"),
+        (r"43.7\ddag", "43.7‡"),
+        (r"43.7\textsuperscript{a}", "43.7^a"),
+        (r"43.7\footnotemark", "43.7"),
+        (r"43.7\footnote{Re-run.}", "43.7"),
+        (r"\leq 43.7", "≤ 43.7"),
+    ],
+)
+def test_display_text_of_marked_cells(text: str, shown: str) -> None:
+    from tabverify.table.scientific import display_text
+
+    assert display_text(text) == shown
+
+
+def test_a_bound_ends_the_row_label() -> None:
+    from tabverify.table import read_latex_tables
+
+    grid = read_latex_tables(
+        "\\begin{tabular}{lll}\nMethod & AP & AP50 \\\\\nSwin-T & $>$43.7 & 66.9 \\\\\n\\end{tabular}"
+    )[0]
+    assert grid.row_label(1) == "Swin-T"
+    assert (1, 1) not in grid.data_measurements and (1, 2) in grid.data_measurements

@@ -21,7 +21,7 @@ from functools import cached_property
 
 from tabverify.errors import TableSizeError
 from tabverify.table.model import Table
-from tabverify.table.scientific import Measurement, parse_measurement
+from tabverify.table.scientific import Measurement, is_bound, parse_measurement
 
 MAX_SPAN = 1000
 """The most rows or columns one cell may span (browsers cap ``colspan`` at 1000 too)."""
@@ -178,10 +178,11 @@ class Grid:
         return {p: m for p, m in self.measurements.items() if p[0] >= first}
 
     def row_label(self, row: int) -> str:
-        """The text that names a row: its cells left of the first number (stripped, joined)."""
+        """The text that names a row: its cells left of the first number or bound (``>43.7``, see
+        :func:`~tabverify.table.scientific.is_bound`), stripped and joined."""
         parts: list[str] = []
         for cell in self.cells[row]:
-            if cell.origin in self.measurements:
+            if cell.origin in self.measurements or is_bound(cell.text):
                 break
             text = cell.text.strip()
             if text and (not parts or parts[-1] != text):

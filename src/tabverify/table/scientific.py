@@ -42,7 +42,15 @@ _WRAPPERS = re.compile(
     r"rowcolor|color|textcolor|colorbox|definecolor|pgfsys@color@\w+@\w+)\b\*?"
 )
 _COLOR_ARGS = re.compile(r"(?:\[[a-zA-Z]+\])?\{[a-zA-Z]+[!0-9a-zA-Z.,]*\}|\[rgb\]\{[\d.,\s]+\}|\{named\}")
-_MARKS = re.compile(r"\\(?:dagger|ddagger|star|ast|S|P|checkmark|ssymbol\{\d+\})|[*†‡§¶✓✗]")
+_MARKS = re.compile(
+    r"\\(?:dagger|ddagger|star|ast|S|P|checkmark|ssymbol\{\d+\})|\\d?dag(?![a-zA-Z])|[*†‡§¶✓✗]"
+)
+# footnotes in a cell: \footnote[2]{text, maybe {nested}} and \footnotemark[2] are marks, their text
+# is no part of the value; \textsuperscript{a} is a superscript like ^{a}
+_FOOTNOTES = re.compile(
+    r"\\footnote(?:\s*\[[^\]]*\])?\s*\{(?:[^{}]|\{[^{}]*\})*\}|\\footnotemark(?![a-zA-Z])(?:\s*\[[^\]]*\])?"
+)
+_TEXT_SUPERSCRIPT = re.compile(r"\\textsuperscript\s*(?=\{)")
 _SUPERSCRIPT = re.compile(r"\^\s*\{[^{}]*\}|\^\s*\\[a-zA-Z]+|\^\s*[^\s{]|\{\}\s*(?=\^)")
 _SUBSCRIPT = re.compile(r"_\s*\{([^{}]*)\}|_\s*(\S)")
 _SPACES = re.compile(r"[\s\u2009\u202f\u00a0\u2002-\u2008\u200a\u200b~]+|\\[,;:! ]|\\quad|\\qquad")
@@ -128,6 +136,7 @@ def clean_latex(text: str) -> str:
     t = text.replace("\u2212", "-").replace("\u2013", "-").replace("\u2014", "-").replace("&amp;", "&")
     t = t.replace("\\pm", "±").replace("\\%", "%").replace("\\uparrow", "↑").replace("\\downarrow", "↓")
     t = t.replace("\\textpm", "±").replace("\\mp", "±").replace("$", "")
+    t = _TEXT_SUPERSCRIPT.sub("^", _FOOTNOTES.sub("", t))
     t = _SPACES.sub(" ", t)
     t = _WRAPPERS.sub("", t)
     t = _COLOR_ARGS.sub("", t)
@@ -143,7 +152,7 @@ def clean_latex(text: str) -> str:
 _SYMBOLS = {
     "pm": "±", "textpm": "±", "mp": "∓", "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
     "uparrow": "↑", "downarrow": "↓", "rightarrow": "→", "to": "→", "times": "×", "approx": "≈",
-    "sim": "∼", "dagger": "†", "ddagger": "‡", "star": "⋆", "ast": "*", "checkmark": "✓",
+    "sim": "∼", "dagger": "†", "ddagger": "‡", "dag": "†", "ddag": "‡", "star": "⋆", "ast": "*", "checkmark": "✓",
     "leq": "≤", "geq": "≥", "le": "≤", "ge": "≥", "cdot": "·", "infty": "∞", "S": "§", "P": "¶",
 }  # fmt: skip
 _DISPLAY_SYMBOL = re.compile(r"\\(%|&|_|#|\$|[a-zA-Z]+)(?![a-zA-Z])")
@@ -167,7 +176,7 @@ def display_text(text: str) -> str:
     if not any(mark in text for mark in "\\{}^_") and text.count("$") < 2:
         return text
     t = text.replace("$", "") if text.count("$") % 2 == 0 else text
-    t = _DISPLAY_COLOUR.sub("", t)
+    t = _TEXT_SUPERSCRIPT.sub("^", _FOOTNOTES.sub("", _DISPLAY_COLOUR.sub("", t)))
     t = _DISPLAY_CITE.sub(lambda m: f"[{m.group(1)}]", t)
     t = _DISPLAY_SPACES.sub(" ", t)
     # a known symbol becomes its character; any other command is formatting and goes, its
@@ -271,6 +280,23 @@ def parse_measurement(text: str) -> Measurement | None:
         approximate=bool(main.group("approx")),
         signed=main.group("num").startswith("+"),
     )
+
+
+_BOUND = re.compile(
+    r"^\s*(?:<=?|>=?|≤|≥|⩽|⩾|&lt;|&gt;|\\(?:leq?|geq?|leqslant|geqslant|lt|gt)(?![a-zA-Z]))\s*"
+)
+
+
+def is_bound(text: str) -> bool:
+    """True when a cell holds a bound rather than a value: a number after an inequality sign
+    (``>43.7``, ``$<$43.7``, ``\\leq 43.7``, ``≥ 5``). :func:`parse_measurement` reads no number
+    from such a cell (43.7 is not what was measured), but the cell is still a number cell: a row's
+    label ends before it (see :meth:`tabverify.table.grid.Grid.row_label`).
+    """
+    if len(text) > 200 or not any(ch.isdigit() for ch in text):
+        return False
+    bound = _BOUND.match(ascii_forms(text).replace("$", ""))
+    return bound is not None and parse_measurement(text.replace("$", "")[bound.end() :]) is not None
 
 
 def compare(a: Measurement, b: Measurement, rounding: bool = True, scale: bool = True) -> Agreement:
