@@ -7,6 +7,7 @@ One module per format: :mod:`~tabverify.coref.conll` (CoNLL-2012), :mod:`~tabver
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tabverify.coref.conll import read_conll
@@ -49,8 +50,23 @@ def _read_file(path: Path, fmt: str, raw_dir: str | Path | None) -> list[Documen
     raise CorefFormatError(f"unknown format {fmt!r}; use auto, {', '.join(FORMATS)}")
 
 
+def folder_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` and of its subfolders, in path order (``a.conll`` < ``sub/b.conll``
+    by parts, so the order is the same on every system). Hidden files and folders (``.git``) are
+    left out, and symbolic links to folders are not followed (no loops).
+    """
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(root, name) for name in files if not name.startswith("."))
+    return sorted(p for p in found if p.is_file())
+
+
 def read_documents(path: str | Path, fmt: str = "auto", raw_dir: str | Path | None = None) -> list[Document]:
-    """Documents of a file, or of every file in a folder (in name order), in any supported format.
+    """Documents of a file, or of every file in a folder and its subfolders (in path order, see
+    :func:`folder_files`), in any supported format. Documents are paired by id, not by file name or
+    folder, so ``KEY/sub/doc.conll`` pairs with ``RESPONSE/doc.conll``; an id found in two files is
+    an error (here, or in :func:`tabverify.coref.score.pair_documents`), never silently merged.
 
     ``raw_dir`` (KibutzR): a folder of raw texts onto which morpheme-level files are aligned.
 
@@ -61,9 +77,9 @@ def read_documents(path: str | Path, fmt: str = "auto", raw_dir: str | Path | No
     """
     path = Path(path)
     if path.is_dir():
-        names = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        names = folder_files(path)
         if not names:
-            raise CorefFormatError(f"{path}: the folder holds no files")
+            raise CorefFormatError(f"{path}: the folder and its subfolders hold no files")
         documents = [doc for name in names for doc in _read_file(name, fmt, raw_dir)]
     else:
         documents = _read_file(path, fmt, raw_dir)
