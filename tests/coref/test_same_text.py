@@ -116,3 +116,44 @@ def test_conllu_words_with_other_forms_are_a_warning(tmp_path: Path) -> None:
     assert result.conll_f1 == 1.0
     (warning,) = result.warnings
     assert "1 word(s) differ" in warning and "word 2 of the file's sentence 1, 'him' vs 'her'" in warning
+
+
+@pytest.mark.parametrize(
+    ("key_form", "response_form"), [("NFC", "NFD"), ("NFD", "NFC")], ids=["nfc-key", "nfd-key"]
+)
+def test_texts_that_differ_only_in_unicode_normalisation_say_so(
+    tmp_path: Path, key_form: str, response_form: str
+) -> None:
+    import unicodedata
+
+    text = "Café é. שָׁלוֹם Dana saw her dog."  # accents and Hebrew points: two forms each
+
+    def document(name: str, form: str) -> Path:
+        written = unicodedata.normalize(form, text)
+        record = {"doc_id": "d", "text": written, "clusters": [[[0, 4], [5, 6]]]}
+        return write(tmp_path, name, json.dumps(record, ensure_ascii=False) + "\n")
+
+    key = read_documents(document("key.jsonl", key_form))
+    response = read_documents(document("response.jsonl", response_form))
+    assert key[0].text != response[0].text
+    with pytest.raises(CorefFormatError) as caught:
+        score(key, response)
+    message = str(caught.value)
+    assert "document 'd'" in message
+    assert "the texts differ only in Unicode normalisation (NFC vs NFD" in message
+    assert f"the key's is {key_form}, the response's {response_form}" in message
+    assert "normalise both files the same way" in message
+    assert "first at character" not in message
+
+
+def test_texts_that_differ_in_more_than_normalisation_still_show_where(tmp_path: Path) -> None:
+    import unicodedata
+
+    key = read_documents(
+        jsonl(tmp_path, "key.jsonl", unicodedata.normalize("NFC", "Joé saw Mary. He waved at her."))
+    )
+    response = read_documents(
+        jsonl(tmp_path, "response.jsonl", unicodedata.normalize("NFD", "Joé saw Mary. He waved at him."))
+    )
+    with pytest.raises(CorefFormatError, match="first at character 2"):
+        score(key, response)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import unicodedata
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -190,7 +191,16 @@ def pair_documents(
 
 
 def _text_difference(key: Document, response: Document) -> str:
-    """The message for a pair of documents whose texts differ: where they first differ."""
+    """The message for a pair of documents whose texts differ: where they first differ, or that they
+    differ only in Unicode normalisation (composed "é" vs "e" + combining accent, NFC vs NFD), where
+    the characters shown would look the same."""
+    if unicodedata.normalize("NFC", key.text) == unicodedata.normalize("NFC", response.text):
+        return (
+            f"document {shown(key.doc_id)}: the texts differ only in Unicode normalisation (NFC vs NFD: "
+            f"the key's is {_normal_form(key.text)}, the response's {_normal_form(response.text)}; "
+            f"lengths {len(key.text)} and {len(response.text)}); normalise both files the same way "
+            "(e.g. both to NFC), then give the mentions' offsets over that text"
+        )
     at = next(
         (i for i, (a, b) in enumerate(zip(key.text, response.text, strict=False)) if a != b),
         min(len(key.text), len(response.text)),
@@ -204,6 +214,13 @@ def _text_difference(key: Document, response: Document) -> str:
         f"lengths {len(key.text)} and {len(response.text)}); mentions are character offsets, which mean "
         "something only over the same text: give both files the same text"
     )
+
+
+def _normal_form(text: str) -> str:
+    """Which Unicode normal form ``text`` is in: ``NFC``, ``NFD`` or ``mixed``."""
+    if unicodedata.is_normalized("NFC", text):
+        return "NFC"
+    return "NFD" if unicodedata.is_normalized("NFD", text) else "mixed"
 
 
 def _token_differences(key: Document, response: Document) -> list[str]:
