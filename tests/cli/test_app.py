@@ -106,3 +106,32 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path, args: list[str
     }
     result = run(*[a.format(**values) for a in args])
     assert result.returncode == 2 and f"{option} " in result.stderr and "does not exist" in result.stderr
+
+
+def test_a_report_never_overwrites_an_input(tmp_path: Path) -> None:
+    from tests.crosscheck.conftest import SOURCE_TEX, target_html
+
+    paper, cited = tmp_path / "paper.html", tmp_path / "cited.tex"
+    paper.write_text(target_html(), encoding="utf-8")
+    cited.write_text(SOURCE_TEX, encoding="utf-8")
+    (tmp_path / "link.html").symlink_to(cited)
+    for html in (paper, tmp_path / "link.html"):
+        result = run("crosscheck", str(paper), "--source", str(cited), "--html", str(html))
+        assert result.returncode == 2 and "is an input" in result.stderr
+    assert (
+        paper.read_text(encoding="utf-8") == target_html() and cited.read_text(encoding="utf-8") == SOURCE_TEX
+    )
+    inside = run("bench", "arxiveri", "--data", str(tmp_path), "--out", str(tmp_path / "result.json"))
+    assert inside.returncode == 2 and "inside an input" in inside.stderr
+
+
+def test_lone_surrogates_from_json_are_printed_escaped(tmp_path: Path) -> None:
+    table = tmp_path / "s.json"
+    table.write_text(
+        '{"header": ["a\\ud800", "b"], "rows": [["x\\udc00y", "1"], ["z", "2"]]}', encoding="utf-8"
+    )
+    result = run("program", "run", str(table), "hop{filter_eq{all_rows; b; 1}; b}")
+    assert result.returncode == 0, result.stderr
+    assert "\\udc00" in result.stdout and "Traceback" not in result.stderr
+    verdicts = run("check", str(table), "z has b of 2", "--json")
+    assert verdicts.returncode in (0, 1) and "internal error" not in verdicts.stderr

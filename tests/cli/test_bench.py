@@ -105,3 +105,13 @@ def test_bench_arxiveri_writes_result_file(tmp_path: Path) -> None:
 def test_bench_arxiveri_bad_data_dir(tmp_path: Path) -> None:
     result = run("bench", "arxiveri", "--data", str(tmp_path))
     assert result.returncode == 2 and "release layout" in result.stderr
+
+
+def test_train_checks_its_output_and_table_counts_before_training(tmp_path: Path) -> None:
+    data = _release(tmp_path)
+    zero = run("train", "tabfact", "--data", str(data), "--out", str(tmp_path / "m"), "--ranker-tables", "0")
+    assert zero.returncode == 2 and "--ranker-tables" in zero.stderr
+    unwritable = run("train", "tabfact", "--data", str(data), "--out", "/proc/tabverify-models")
+    assert unwritable.returncode == 2 and "--out" in unwritable.stderr
+    inside = run("train", "tabfact", "--data", str(data), "--out", str(data / "models"))
+    assert inside.returncode == 2 and "inside an input" in inside.stderr

@@ -95,3 +95,16 @@ def test_coref_score_json_lists_a_span_in_two_entities_as_a_warning(tmp_path: Pa
     assert data["metrics"]["muc"]["recall"] == 0.0
     assert abs(data["metrics"]["b_cubed"]["recall"] - 4 / 6) < 1e-9
     assert abs(data["metrics"]["b_cubed"]["precision"] - 4.5 / 5) < 1e-9
+
+
+def test_coref_score_options_that_do_not_apply_are_refused(tmp_path: Path) -> None:
+    from tests.coref.test_coref import CONLL
+
+    key = tmp_path / "key.conll"
+    key.write_text(CONLL, encoding="utf-8")
+    threshold = run("coref", "score", str(key), str(key), "--threshold", "0.5")
+    assert threshold.returncode == 2 and "--match overlap" in threshold.stderr
+    raw = run("coref", "score", str(key), str(key), "--raw", str(tmp_path / "missing"))
+    assert raw.returncode == 2 and "--raw" in raw.stderr
+    conll = run("coref", "score", str(key), str(key), "--format", "conll", "--raw", str(tmp_path))
+    assert conll.returncode == 2 and "KibutzR" in conll.stderr

@@ -53,6 +53,10 @@ for module in (verify, crosscheck, coref, bench):
 def main() -> None:
     """Entry point. Exit 0 / 1 (findings) / 2 (bad input, with one line on stderr) / 3 (a bug in
     tabverify, one line; set TABVERIFY_DEBUG=1 for the traceback). Never a traceback by default."""
+    for stream in (sys.stdout, sys.stderr):
+        # text read from JSON may hold lone surrogates ("\\ud800"): print them escaped, never crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:  # usage errors (the parser's): one line too, and always exit 2

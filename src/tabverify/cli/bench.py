@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from tabverify.cli.output import check_output, fail, input_errors, out, progress, text, write_output
+from tabverify.cli.output import (
+    check_output,
+    fail,
+    input_errors,
+    out,
+    progress,
+    text,
+    worker_count,
+    write_output,
+)
 
 bench_app = typer.Typer(
     help="Reproduce benchmark protocols and metrics.", no_args_is_help=True, rich_markup_mode=None
@@ -48,7 +58,8 @@ def bench_tabfact(
     if split not in SPLITS or split == "train":
         fail(f"unknown split {split!r}; choose val, test, simple_test, complex_test or small_test")
     _data_folder(data)
-    check_output(out_file, "--out")
+    check_output(out_file, "--out", [data])
+    jobs = worker_count(jobs)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     with progress() as report, input_errors():
         result = run_benchmark(
@@ -82,7 +93,7 @@ def bench_arxiveri(
     from tabverify.bench.arxiveri import run_benchmark
 
     _data_folder(data)
-    check_output(out_file, "--out")
+    check_output(out_file, "--out", [data])
     with progress() as report, input_errors():
         result = run_benchmark(data, progress=lambda done, total: report("arxiveri", done, total))
     _write_result(out_file, result)
@@ -126,14 +137,27 @@ def train_tabfact(
     from tabverify.verify.decision import MODEL_FILE
 
     _data_folder(data)
+    for option, value in (("--ranker-tables", ranker_tables), ("--verdict-tables", verdict_tables)):
+        if value is not None and value < 1:
+            fail(f"{option} {value}: train on at least 1 table")
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: is a file; name a folder")
+    if data.resolve() in (out_dir.resolve(), *out_dir.resolve().parents):
+        fail(f"--out {out_dir}: is inside an input ({data}); name a folder outside the data")
+    try:  # before hours of training: the folder must exist (or be creatable) and be writable
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out {out_dir}: cannot create the folder ({exc.strerror or exc})")
+    if not os.access(out_dir, os.W_OK):
+        fail(f"--out {out_dir}: the folder is not writable")
+    for name in (WEIGHTS_FILE, MODEL_FILE):
+        check_output(out_dir / name, "--out")
+    jobs = worker_count(jobs)
     with progress() as report, input_errors():
         ranker, model = train_models(
             data, ranker_tables, verdict_tables, jobs=jobs, seed=seed, progress=report
         )
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
         ranker.save(out_dir / WEIGHTS_FILE)
         model.save(out_dir / MODEL_FILE)  # type: ignore[attr-defined]
     except OSError as exc:

@@ -71,9 +71,12 @@ def score(
         str, typer.Option(metavar="MODE", help="Mention matching: exact, partial, head or overlap")
     ] = "exact",
     threshold: Annotated[
-        float,
-        typer.Option(metavar="SHARE", help="overlap: share of the shorter mention the overlap must cover"),
-    ] = 0.8,
+        float | None,
+        typer.Option(
+            metavar="SHARE",
+            help="overlap: share of the shorter mention the overlap must cover [default: 0.8]",
+        ),
+    ] = None,
     keep_singletons: Annotated[
         bool,
         typer.Option("--keep-singletons/--drop-singletons", help="Score one-mention entities or remove them"),
@@ -110,7 +113,16 @@ def score(
     if not any(isinstance(h, _StderrWarnings) for h in library_log.handlers):
         library_log.addHandler(_StderrWarnings(logging.WARNING))
     kind_weights = parse_weights(weight or [])
-    check_output(html, "--html")
+    check_output(html, "--html", [key, response, raw])
+    if raw is not None:
+        if fmt not in ("auto", "kibutzr"):
+            fail(f"--raw applies to KibutzR morpheme files, not --format {fmt}")
+        if not raw.is_dir():
+            fail(f"--raw {raw}: not a folder; name the folder of raw texts (<n>.txt)")
+    if threshold is None:
+        threshold = 0.8
+    elif match != "overlap":
+        fail(f"--threshold applies to --match overlap only (this run matches {match})")
     with input_errors():
         key_docs, response_docs = read_documents(key, fmt, raw), read_documents(response, fmt, raw)
         for docs, path in ((key_docs, key), (response_docs, response)):

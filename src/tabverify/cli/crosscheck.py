@@ -121,9 +121,10 @@ def crosscheck(
 ) -> None:
     """Check the numbers a table copied from cited sources: which source table, which cells, which
     copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input."""
+    from tabverify.crosscheck import check_workload
     from tabverify.crosscheck import crosscheck as run_crosscheck
 
-    check_output(html, "--html")
+    check_output(html, "--html", [target, *sources])
     targets = read_document(target)
     if table is not None:
         if not 1 <= table <= len(targets):
@@ -134,6 +135,7 @@ def crosscheck(
     documents = [(path, read_document(path)) for path in sources]
     results: list[tuple[str, Path, int, Report]] = []
     try:
+        check_workload([grid for _, grid in chosen], [grid for _, tables in documents for grid in tables])
         for number, grid in chosen:
             for path, tables in documents:
                 title = f"{target.name} table {number} <- {path.name}"

@@ -6,9 +6,11 @@ the consoles have markup switched off, and styled output is built from ``rich.te
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -73,24 +75,60 @@ def input_errors() -> Iterator[None]:
         fail(str(exc))
 
 
-def check_output(path: Path | None, option: str) -> None:
-    """Refuse an output file that cannot be written - before any work is done. A missing folder is
-    refused rather than created (a typo must not create folders)."""
+def check_output(path: Path | None, option: str, inputs: Iterable[Path | None] = ()) -> None:
+    """Refuse an output file that cannot or must not be written - before any work is done: a missing
+    folder (refused rather than created: a typo must not create folders), a folder, a device or
+    other special file, and any input of the command (also through a symlink, and any file inside
+    an input folder), so a report can never overwrite what it reports on."""
     if path is None:
         return
     if not path.parent.is_dir():
         fail(f"{option} {path}: the folder {path.parent} does not exist; create it first")
     if path.is_dir():
         fail(f"{option} {path}: is a folder; name a file")
+    if path.exists() and not path.resolve().is_file():
+        fail(f"{option} {path}: not a regular file; name a file to write")
+    target = path.resolve()
+    for given in inputs:
+        if given is None or not given.exists():
+            continue
+        source = given.resolve()
+        if target == source or source in target.parents:
+            fail(
+                f"{option} {path}: is {'inside ' if target != source else ''}an input ({given}); name another file"
+            )
 
 
 def write_output(path: Path, text: str, option: str) -> None:
-    """Write a report the user asked for (checked again: the folder may have gone meanwhile)."""
+    """Write a report the user asked for, all or nothing: into a temporary file beside it, then
+    renamed over it (an interrupted run leaves no half-written report). Text that cannot be
+    encoded (a lone surrogate read from JSON) is written as a backslash escape."""
     check_output(path, option)
+    target = path.resolve()
+    temporary: str | None = None
     try:
-        path.write_text(text, encoding="utf-8")
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.fchmod(handle, 0o666 & ~umask)  # as a plain write would create it, not mkstemp's 0600
+        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+        temporary = None
     except OSError as exc:
         fail(f"{option} {path}: cannot write ({exc.strerror or exc})")
+    finally:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def worker_count(jobs: int) -> int:
+    """``--jobs`` bounded by the machine: more processes than cores only fight over them."""
+    cores = os.cpu_count() or 1
+    if jobs > cores:
+        warn(f"--jobs {jobs}: this machine has {cores} cores; using {cores} worker processes")
+        return cores
+    return jobs
 
 
 def count(n: int, one: str, many: str) -> str:

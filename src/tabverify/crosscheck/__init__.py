@@ -5,11 +5,11 @@ Tables are numbered from 1 in every output (``Report.to_dict``, the bench JSON, 
 expanded grid, header rows included.
 """
 
-from tabverify.crosscheck.cells import Alignment, CellPair, align, match_cells
+from tabverify.crosscheck.cells import Alignment, CellPair, align, check_workload, match_cells
 from tabverify.crosscheck.report import Discrepancy, DiscrepancyKind, Report, as_grids, crosscheck
 from tabverify.crosscheck.tables import MAX_ALIGNED_TABLES, MIN_SUPPORT, Candidate, match_table, rank_tables
 
 __all__ = [
     "MAX_ALIGNED_TABLES", "MIN_SUPPORT", "Alignment", "Candidate", "CellPair", "Discrepancy", "DiscrepancyKind", "Report",
-    "align", "as_grids", "crosscheck", "match_cells", "match_table", "rank_tables",
+    "align", "as_grids", "check_workload", "crosscheck", "match_cells", "match_table", "rank_tables",
 ]  # fmt: skip

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
@@ -123,6 +123,38 @@ MAX_CROSSCHECK_NUMBERS = 20_000
 """The most numbers a table may hold to take part in a crosscheck (as target or source): the
 pairing costs time and memory per number (a table of 20,000 numbers checked against itself takes
 about 8 s and 200 MB), and scientific tables hold a few thousand numbers at most."""
+
+
+MAX_RUN_NUMBERS = 400_000
+"""The most numbers one crosscheck run may hold in all (the target tables checked and every source
+table): each table stays under :data:`MAX_CROSSCHECK_NUMBERS`, but many of them multiply time and
+memory (three sources of 20 tables of 19,000 numbers took 2 minutes and 2.3 GB)."""
+
+MAX_TABLE_PAIRS = 250_000
+"""The most (target table, source table) pairs one run may weigh: every target table is ranked
+against every source table (5,000 small tables checked against themselves took over a minute)."""
+
+
+def check_workload(targets: Sequence[Grid], sources: Sequence[Grid]) -> None:
+    """Raise :class:`~tabverify.errors.TableSizeError` when a run over these target and source tables
+    would exceed :data:`MAX_TABLE_PAIRS` pairs or :data:`MAX_RUN_NUMBERS` numbers in all; the message
+    says which limit and what to do (``--table N``, fewer sources)."""
+    pairs = len(targets) * len(sources)
+    if pairs > MAX_TABLE_PAIRS:
+        raise TableSizeError(
+            f"{len(targets):,} target tables x {len(sources):,} source tables is {pairs:,} pairs; one run "
+            f"weighs at most {MAX_TABLE_PAIRS:,}: check some target tables with --table N, or fewer sources"
+        )
+    numbers = 0
+    for index, grid in enumerate([*targets, *sources]):
+        side = "target" if index < len(targets) else "source"
+        check_numbers(grid, f"{side} table {1 + (index if index < len(targets) else index - len(targets))}")
+        numbers += len(grid.data_measurements)
+        if numbers > MAX_RUN_NUMBERS:
+            raise TableSizeError(
+                f"the target and source tables of this run hold more than {MAX_RUN_NUMBERS:,} numbers in "
+                "all; check some target tables with --table N, or fewer sources per run"
+            )
 
 
 def check_numbers(grid: Grid, label: str, limit: int = MAX_CROSSCHECK_NUMBERS) -> None:
