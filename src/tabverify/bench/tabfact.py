@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -166,8 +167,17 @@ class TableCache:
 _WORKER: dict[str, object] = {}
 
 
+def _quiet_worker() -> None:
+    """A pool worker leaves interrupts to the parent and dies quietly when the pool is terminated
+    (it would otherwise print a traceback per worker when a run is stopped)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _init_worker(data_dir: str, ranker_path: str | None) -> None:
     from tabverify.verify import TableVerifier
+
+    _quiet_worker()
 
     _WORKER["cache"] = TableCache(data_dir)
     _WORKER["verifier"] = TableVerifier(ranker_path)
@@ -325,7 +335,7 @@ def _map(function, work: list, jobs: int, stage: str, progress) -> list:
             if progress:
                 progress(stage, i + 1, len(work))
     else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, _quiet_worker) as pool:
             for i, result in enumerate(pool.imap(function, work, chunksize=8)):
                 results.append(result)
                 if progress:
