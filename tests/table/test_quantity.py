@@ -46,3 +46,15 @@ def test_range_keeps_second_number_and_units_are_kept() -> None:
     assert parse_quantity("7 - 5").second == 5.0  # type: ignore[union-attr]
     assert parse_quantity("1370 lb (635 kg)").unit == "lb"  # type: ignore[union-attr]
     assert parse_quantity("2069.16").decimals == 2  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1\u2009000", 1000.0), ("3\xa0000", 3000.0), ("1\u202f234\u202f567", 1234567.0), ("12\u2009345.5", 12345.5),
+     ("7\u20095", 7.0), ("2 000", 2.0)],
+)  # fmt: skip
+def test_thin_and_no_break_spaces_group_thousands(text: str, value: float) -> None:
+    # a thin or no-break space before exactly three digits separates thousands, as crosscheck reads
+    # it too; a plain space does not (it separates numbers in scores and lists)
+    quantity = parse_quantity(text)
+    assert quantity is not None and quantity.value == value

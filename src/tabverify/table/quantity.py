@@ -148,9 +148,15 @@ def parse_quantity(text: str) -> Quantity | None:
     return quantity
 
 
+_GROUP_SPACE_RE = re.compile(r"(?<=\d)[\u2009\u202f\xa0](?=\d{3}(?!\d))")
+
+
 def _parse(text: str) -> Quantity | None:
     raw = text.strip()
-    t = raw.lower().replace("\u2212", "-").replace("\u2009", " ").replace("\xa0", " ")
+    # a thin or no-break space between digit groups is a thousands separator ("1 000" is 1000);
+    # a plain space is not (scores and lists such as "7 5" stay several numbers)
+    t = _GROUP_SPACE_RE.sub("", raw.lower())
+    t = t.replace("\u2212", "-").replace("\u2009", " ").replace("\u202f", " ").replace("\xa0", " ")
     if not t:
         return None
     spaced_sign = re.match(r"^([-+])\s+(\d)", t)
