@@ -36,3 +36,13 @@ class DatasetError(TabverifyError):
 
 class ModelError(TabverifyError):
     """A trained model (ranker weights) is missing or unreadable."""
+
+
+class DatabaseError(TabverifyError):
+    """A database could not be opened or read (missing or corrupt file, unknown table, unreachable
+    server, a query that failed)."""
+
+
+class UnsafeQueryError(DatabaseError):
+    """A query was refused because it could change data or settings, read files, or is not exactly
+    one read-only statement."""
