@@ -8,7 +8,7 @@ the cells are compared by stems. The caption is not linked (it is context, not e
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
@@ -73,43 +73,78 @@ def ngrams(length: int, longest: int) -> Iterator[tuple[int, int]]:
             yield i, i + n
 
 
-class TableIndex:
-    """Stem n-gram lookups over a table's cells and headers, built once per table."""
+@dataclass(frozen=True, slots=True)
+class CellEntry:
+    """One distinct text of one column, as the linker indexes it: the cells holding it (their
+    positions, the first ones in table order; a value index of a large database table may keep only
+    the first few) and how many cells hold it in all."""
 
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self.whole: dict[tuple[str, ...], list[CellRef]] = defaultdict(list)
-        self.partial: dict[tuple[str, ...], list[tuple[CellRef, int, int]]] = defaultdict(list)
-        self.cell_tokens: dict[CellRef, list[Token]] = {}
-        for r, row in enumerate(table.rows):
-            for c, cell in enumerate(row):
-                tokens = [t for t in tokenize(cell.text) if t.text[0].isalnum()]
-                if not tokens:
-                    continue
-                ref = CellRef(r, c)
-                self.cell_tokens[ref] = tokens
-                stems = tuple(t.stem for t in tokens)
-                self.whole[stems].append(ref)
-                # every part of the cell (not the whole), in the cell's order
-                for i, j in sorted(ngrams(len(stems), min(_MAX_NGRAM, len(stems) - 1))):
-                    self.partial[stems[i:j]].append((ref, i, j))
+    column: int
+    text: str
+    refs: tuple[CellRef, ...]
+    count: int
+
+    @property
+    def first_row(self) -> int:
+        """The first row holding this text (entries are ordered by it, as cells are by row)."""
+        return self.refs[0].row if self.refs else 0
+
+
+def table_entries(table: Table) -> list[CellEntry]:
+    """The distinct texts of each column of an in-memory table, with every cell holding them."""
+    grouped: dict[tuple[int, str], list[CellRef]] = {}
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row):
+            grouped.setdefault((c, cell.text), []).append(CellRef(r, c))
+    return [CellEntry(c, text, tuple(refs), len(refs)) for (c, text), refs in grouped.items()]
+
+
+class TableIndex:
+    """Stem n-gram lookups over a table's distinct cell texts and headers, built once per table.
+
+    Built from an in-memory table (:meth:`of_table`) or from the distinct values of a database
+    table (a value index), so linking never reads every cell of a large table.
+    """
+
+    def __init__(self, header: Sequence[str], n_rows: int, entries: Iterable[CellEntry]) -> None:
+        self.header = tuple(header)
+        self.n_rows = n_rows
+        self.whole: dict[tuple[str, ...], list[CellEntry]] = defaultdict(list)
+        self.partial: dict[tuple[str, ...], list[tuple[CellEntry, int, int]]] = defaultdict(list)
+        self.entry_tokens: dict[tuple[int, str], list[Token]] = {}
+        # entries in table order (by their first row, then column) so that the first hit of a
+        # lookup is the first cell in the table, as when cells are indexed row by row
+        for entry in sorted(entries, key=lambda e: (e.first_row, e.column)):
+            tokens = [t for t in tokenize(entry.text) if t.text[0].isalnum()]
+            if not tokens or not entry.refs:
+                continue
+            self.entry_tokens[(entry.column, entry.text)] = tokens
+            stems = tuple(t.stem for t in tokens)
+            self.whole[stems].append(entry)
+            # every part of the cell (not the whole), in the cell's order
+            for i, j in sorted(ngrams(len(stems), min(_MAX_NGRAM, len(stems) - 1))):
+                self.partial[stems[i:j]].append((entry, i, j))
         self.headers: dict[tuple[str, ...], list[int]] = defaultdict(list)
-        for c, header in enumerate(table.header):
-            stems = stem_key(header)
+        for c, name in enumerate(self.header):
+            stems = stem_key(name)
             for i, j in sorted(ngrams(len(stems), len(stems))):
                 if j - i == len(stems) or not all(s in STOP_WORDS for s in stems[i:j]):
                     self.headers[stems[i:j]].append(c)
 
+    @classmethod
+    def of_table(cls, table: Table) -> TableIndex:
+        """The index of an in-memory table."""
+        return cls(table.header, table.n_rows, table_entries(table))
+
 
 @lru_cache(maxsize=64)
 def _index_for(table: Table) -> TableIndex:
-    return TableIndex(table)
+    return TableIndex.of_table(table)
 
 
-def _cell_literal(index: TableIndex, ref: CellRef, i: int, j: int) -> str:
-    tokens = index.cell_tokens[ref]
-    text = index.table.rows[ref.row][ref.column].text
-    return text[tokens[i].span.start : tokens[j - 1].span.end]
+def _cell_literal(index: TableIndex, entry: CellEntry, i: int, j: int) -> str:
+    tokens = index.entry_tokens[(entry.column, entry.text)]
+    return entry.text[tokens[i].span.start : tokens[j - 1].span.end]
 
 
 def _is_number_token(token: Token) -> bool:
@@ -156,26 +191,19 @@ def _whole_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: tup
     """Links for words that name whole cells, one per column holding such a cell."""
     if j - i == 1 and key[0] in STOP_WORDS:
         return []
-    refs = index.whole.get(key)
-    if not refs:
+    entries = index.whole.get(key)
+    if not entries:
         return []
     span = words.span(i, j)
-    by_column: dict[int, list[CellRef]] = defaultdict(list)
-    for ref in refs:
-        by_column[ref.column].append(ref)
-    rows = index.table.rows
-    return [
-        Link(
-            span,
-            span.of(words.statement),
-            "cell",
-            column,
-            rows[refs_[0].row][column].text,
-            tuple(refs_),
-            True,
-        )
-        for column, refs_ in by_column.items()
-    ]
+    by_column: dict[int, list[CellEntry]] = defaultdict(list)
+    for entry in entries:
+        by_column[entry.column].append(entry)
+    links = []
+    for column, column_entries in by_column.items():
+        refs = tuple(sorted((ref for e in column_entries for ref in e.refs), key=lambda ref: ref.row))
+        first = min(column_entries, key=lambda e: e.first_row)
+        links.append(Link(span, span.of(words.statement), "cell", column, first.text, refs, True))
+    return links
 
 
 def _partial_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: tuple[str, ...]) -> list[Link]:
@@ -188,13 +216,14 @@ def _partial_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: t
     hits = index.partial.get(key)
     if not hits:
         return []
-    by_column: dict[int, list[tuple[CellRef, int, int]]] = defaultdict(list)
+    by_column: dict[int, list[tuple[CellEntry, int, int]]] = defaultdict(list)
     for hit in hits:
         by_column[hit[0].column].append(hit)
     if j - i == 1 and (
         len(by_column) > 3
         or any(
-            len({h[0].row for h in column_hits}) > max(2, 0.6 * index.table.n_rows)
+            # the rows holding the word: each distinct text counted once, however often it holds it
+            sum({id(h[0]): h[0].count for h in column_hits}.values()) > max(2, 0.6 * index.n_rows)
             for column_hits in by_column.values()
         )
     ):
@@ -202,10 +231,14 @@ def _partial_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: t
     span = words.span(i, j)
     links = []
     for column, column_hits in by_column.items():
-        ref, a, b = column_hits[0]
-        refs = tuple(dict.fromkeys(h[0] for h in column_hits))
+        entry, a, b = min(column_hits, key=lambda h: h[0].first_row)
+        refs = tuple(
+            sorted(dict.fromkeys(ref for h in column_hits for ref in h[0].refs), key=lambda ref: ref.row)
+        )
         links.append(
-            Link(span, span.of(words.statement), "cell", column, _cell_literal(index, ref, a, b), refs, False)
+            Link(
+                span, span.of(words.statement), "cell", column, _cell_literal(index, entry, a, b), refs, False
+            )
         )
     return links
 
@@ -216,7 +249,7 @@ def _header_links(words: _Words, index: TableIndex, i: int, j: int, key: tuple[s
         return []
     span = words.span(i, j)
     return [
-        Link(span, span.of(words.statement), "header", column, index.table.header[column])
+        Link(span, span.of(words.statement), "header", column, index.header[column])
         for column in index.headers.get(key, ())
     ]
 
@@ -252,15 +285,17 @@ def _number_links(words: _Words) -> list[Link]:
     return numbers
 
 
-def link(statement: str, table: Table) -> Linking:
+def link(statement: str, table: Table, index: TableIndex | None = None) -> Linking:
     """Link a statement to a table's cells, headers and numbers.
 
     Cells first (whole-cell matches, then partial ones on the words left over), then headers
     (which may overlap cell links: "the 1st member" names a column and a value), then numbers.
     The work grows with the statement's length times the longest n-gram; callers bound the
-    statement's length (``SearchLimits.max_statement_chars`` in the verifier).
+    statement's length (``SearchLimits.max_statement_chars`` in the verifier). ``index`` replaces the
+    table's own index (a database table's value index, see :mod:`tabverify.database.values`).
     """
-    index = _index_for(table)
+    if index is None:
+        index = _index_for(table)
     tokens = tuple(tokenize(statement))
     word_tokens = [t for t in tokens if t.text[0].isalnum()]
     words = _Words(statement, word_tokens, [t.stem for t in word_tokens])
