@@ -26,12 +26,12 @@ def main() -> None:
     cache = TableCache(args.data)
     verifier = TableVerifier()
     for example in examples[:20]:  # warm caches and imports
-        verifier.verify(cache.get(example.table_id), example.statement)
+        verifier.verify(example.statement, cache.get(example.table_id))
     times = []
     for example in examples:
         table = cache.get(example.table_id)  # table reading is not part of verification
         started = time.perf_counter()
-        verifier.verify(table, example.statement)
+        verifier.verify(example.statement, table)
         times.append(time.perf_counter() - started)
     times.sort()
     result = {

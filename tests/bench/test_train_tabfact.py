@@ -144,7 +144,7 @@ def test_training_reads_only_the_train_split_and_produces_loadable_models(
     assert np.allclose(loaded_ranker.weights, kept, rtol=1e-2, atol=1e-3)
     verifier = TableVerifier(ranker=out / WEIGHTS_FILE, model=out / MODEL_FILE)
     table = load_table(release / "data" / "all_csv" / "1-0-1.html.csv")
-    verdict = verifier.verify(table, f"{table.rows[0][1].text} be first elected in {table.rows[0][3].text}")
+    verdict = verifier.verify(f"{table.rows[0][1].text} be first elected in {table.rows[0][3].text}", table)
     assert verdict.label in (Label.ENTAILED, Label.REFUTED) and verdict.program
 
 

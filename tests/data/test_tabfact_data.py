@@ -40,7 +40,7 @@ def test_val_sample_accuracy_is_well_above_chance() -> None:
     examples = load_examples(TABFACT, "val")[::20]
     cache = TableCache(TABFACT)
     verifier = TableVerifier()
-    verdicts = [verifier.verify(cache.get(e.table_id), e.statement) for e in examples]
+    verdicts = [verifier.verify(e.statement, cache.get(e.table_id)) for e in examples]
     correct = sum(v.entailed == bool(e.label) for v, e in zip(verdicts, examples, strict=True))
     assert correct / len(examples) >= 0.62
     # the safety bounds of SearchLimits are far from ordinary statements: none cuts the work here

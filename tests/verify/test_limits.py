@@ -52,7 +52,7 @@ def test_a_long_statement_on_a_wide_table_finishes_and_says_what_was_cut(
     assert len(statement) > 900
     linking = link(statement, wide)
     assert len(linking.cells) > SearchLimits().max_cell_links  # the input is beyond the bounds
-    verdict = verifier.verify(wide, statement)
+    verdict = verifier.verify(statement, wide)
     assert verdict.label in (Label.ENTAILED, Label.REFUTED)
     assert "max_cell_links" in [notice.limit for notice in verdict.limits]
     assert any("SearchLimits.max_cell_links" in warning for warning in verdict.warnings)
@@ -65,10 +65,10 @@ def test_a_long_statement_on_a_wide_table_finishes_and_says_what_was_cut(
 def test_a_statement_over_the_length_limit_is_refused(verifier: TableVerifier, wide: Table) -> None:
     statement = "john smith have 3 stat 1 , " * 4000  # about 100 KB
     with pytest.raises(TabverifyError, match="max_statement_chars"):
-        verifier.verify(wide, statement)
+        verifier.verify(statement, wide)
     short = TableVerifier(limits=SearchLimits(max_statement_chars=20))
     with pytest.raises(TabverifyError, match="at most 20"):
-        short.verify(wide, "john smith have more than 3 stat 1")
+        short.verify("john smith have more than 3 stat 1", wide)
 
 
 def test_the_evaluation_budget_stops_the_search_and_is_reported(election: Table) -> None:
@@ -79,7 +79,7 @@ def test_the_evaluation_budget_stops_the_search_and_is_reported(election: Table)
     assert "max_evaluations" in result.cut
     unbounded = search(election, link(statement, election))
     assert unbounded.evaluations > 12 and "max_evaluations" not in unbounded.cut
-    verdict = TableVerifier(limits=limits).verify(election, statement)
+    verdict = TableVerifier(limits=limits).verify(statement, election)
     assert [notice.limit for notice in verdict.limits] == ["max_evaluations"]
     assert verdict.limits[0].value == 12
 
@@ -102,7 +102,7 @@ def test_ordinary_statements_report_no_limits(verifier: TableVerifier, election:
         "mary jones be first elected in 1986",
         "there be 3 incumbent from the democratic party",
     ):
-        verdict = verifier.verify(election, statement)
+        verdict = verifier.verify(statement, election)
         assert verdict.limits == () and verdict.warnings == ()
         assert verdict.to_dict()["limits"] == []
 

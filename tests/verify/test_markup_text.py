@@ -43,7 +43,7 @@ def marked() -> Table:
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_statements_verify_without_error(verifier: TableVerifier, marked: Table, text: str) -> None:
     for statement in (text, f"ann {text} score 12", f"{text} bob have more score than cy {text}"):
-        verdict = verifier.verify(marked, statement)
+        verdict = verifier.verify(statement, marked)
         assert verdict.label in (Label.ENTAILED, Label.REFUTED)
         assert json.loads(json.dumps(verdict.to_dict()))["statement"] == statement
 
@@ -54,7 +54,7 @@ def test_cells_and_headers_with_markup_are_linked_and_read_as_text(
     statement = "ann [/foo] play for <script>alert(1)</script> and score 12"
     linking = link(statement, marked)
     assert any(c.literal == "ann [/foo]" for c in linking.cells)
-    verdict = verifier.verify(marked, statement)
+    verdict = verifier.verify(statement, marked)
     assert verdict.program
     # the evidence program runs again from its text
     assert execute(verdict.program, marked).value is verdict.result

@@ -27,13 +27,19 @@ def test_results_are_json_booleans(election: Table) -> None:
         "evidence",
         "alternatives",
         "limits",
+        "subtype",
+        "sql",
+        "source",
+        "trace",
     }
+    # an in-memory table: no database evidence, no abstention
+    assert payload["subtype"] is None and payload["sql"] == "" and payload["trace"] == []
     assert verdict.result_text in ("True", "False")
 
 
 def test_a_verdict_without_a_program_has_a_null_result(election: Table) -> None:
     verifier = TableVerifier()
-    verdict = verifier.verify(election, "zebras fly over mountains")
+    verdict = verifier.verify("zebras fly over mountains", election)
     if verdict.program:  # the search may still find a reading; build the no-program case directly
         verdict = Verdict(verdict.statement, verdict.label, "", None, verdict.confidence)
     payload = json.loads(json.dumps(verdict.to_dict()))

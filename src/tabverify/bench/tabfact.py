@@ -194,7 +194,7 @@ def _predict(example: Example) -> dict[str, object]:
     }
     try:
         table = cache.get(example.table_id, example.caption)
-        verdict = verifier.verify(table, example.statement)  # type: ignore[attr-defined]
+        verdict = verifier.verify(example.statement, table)  # type: ignore[attr-defined]
         record.update(
             predicted=int(verdict.entailed), program=verdict.program, confidence=round(verdict.confidence, 4)
         )

@@ -96,7 +96,7 @@ def check(
             verifier = TableVerifier()
         else:
             verifier = TableVerifier(ranker=models / WEIGHTS_FILE, model=models / MODEL_FILE)
-        verdicts = [verifier.verify(table, s) for s in statements]
+        verdicts = [verifier.verify(s, table) for s in statements]
     if as_json:
         payload = {"table": str(table_path), "verdicts": [v.to_dict() for v in verdicts]}
         print(json.dumps(payload, ensure_ascii=False, indent=2))

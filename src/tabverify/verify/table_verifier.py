@@ -79,12 +79,15 @@ class TableVerifier:
         ranking = self.rank(table, statement)
         return statement_features(table, ranking.linking, ranking.candidates, ranking.probabilities)
 
-    def verify(self, table: Table, statement: str) -> Verdict:
-        """Decide ENTAILED or REFUTED, with the best program as evidence.
+    def verify(self, statement: str, table: Table) -> Verdict:
+        """Decide ENTAILED or REFUTED, with the best program as evidence (the :class:`Verifier`
+        protocol: the claim first, then the evidence).
 
         Raises:
             TabverifyError: the statement is empty or too long, or the table has no data rows.
         """
+        if not isinstance(statement, str) or not isinstance(table, Table):
+            raise TypeError("TableVerifier.verify(statement, table): the statement first, then the Table")
         if not statement or not statement.strip():
             raise TabverifyError("the statement is empty; give a sentence to check against the table")
         if not table.n_rows:
@@ -136,4 +139,4 @@ def verify(table: Table, statement: str) -> Verdict:
     global _DEFAULT
     if _DEFAULT is None:
         _DEFAULT = TableVerifier()
-    return _DEFAULT.verify(table, statement)
+    return _DEFAULT.verify(statement, table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol, TypeVar
 
 from tabverify.table import CellRef
 
@@ -18,6 +19,43 @@ class Label(StrEnum):
     ENTAILED = "ENTAILED"
     REFUTED = "REFUTED"
     NOT_ENOUGH_INFO = "NOT ENOUGH INFO"
+
+
+class NeiSubtype(StrEnum):
+    """Why the evidence cannot settle a claim (ClaimDB's three kinds of NOT ENOUGH INFO)."""
+
+    OUT_OF_SCHEMA = "out-of-schema"
+    COUNTERFACTUAL = "counterfactual"
+    SUBJECTIVE = "subjective"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStep:
+    """One step of a verification, for audit: a query run, a model message, a note.
+
+    Attributes:
+        kind: ``query`` (SQL sent to the database), ``message`` (to or from a model) or ``note``.
+        text: the SQL, the message or the note.
+        rows: rows the query returned (queries only).
+        elapsed_s: how long the step took.
+        error: the error a query came back with, if any.
+    """
+
+    kind: str
+    text: str
+    rows: int | None = None
+    elapsed_s: float = 0.0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "rows": self.rows,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "error": self.error,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +101,15 @@ class Verdict:
         result: what the program returned (a boolean for the programs a verifier picks; None
             when no program was found); :attr:`result_text` is how users see it.
         confidence: the verifier's probability that the label is right, in [0.5, 1].
-        evidence: the table cells the program read.
+        evidence: the table cells the program read (row: the 0-based data row of a table, or the
+            row key of a database table; column: the column index).
         alternatives: the next-best programs with their results, best first.
         limits: the bounds that cut the work for this statement (empty on ordinary input).
+        subtype: for NOT ENOUGH INFO, why (:class:`NeiSubtype`); None otherwise.
+        sql: the SQL the evidence program compiles to, when the evidence lives in a database
+            ("" for an in-memory table).
+        source: where the evidence lives (a table name, or ``database target : table``).
+        trace: the queries (and messages) the verification ran, in order, for audit.
     """
 
     statement: str
@@ -76,6 +120,10 @@ class Verdict:
     evidence: tuple[CellRef, ...] = ()
     alternatives: tuple[Alternative, ...] = field(default=())
     limits: tuple[LimitNotice, ...] = field(default=())
+    subtype: NeiSubtype | None = None
+    sql: str = ""
+    source: str = ""
+    trace: tuple[TraceStep, ...] = field(default=())
 
     @property
     def entailed(self) -> bool:
@@ -103,6 +151,10 @@ class Verdict:
             "evidence": [{"row": ref.row, "column": ref.column} for ref in self.evidence],
             "alternatives": [alternative.to_dict() for alternative in self.alternatives],
             "limits": [notice.to_dict() for notice in self.limits],
+            "subtype": self.subtype.value if self.subtype is not None else None,
+            "sql": self.sql,
+            "source": self.source,
+            "trace": [step.to_dict() for step in self.trace],
         }
 
 
@@ -116,3 +168,16 @@ def result_text(result: ResultValue) -> str:
     if isinstance(result, list):
         return f"rows {', '.join(str(r + 1) for r in result)}"
     return str(result)
+
+
+EvidenceT = TypeVar("EvidenceT", contravariant=True)
+
+
+class Verifier(Protocol[EvidenceT]):
+    """What every verifier is: ``verify(claim, evidence) -> Verdict``. The evidence is what the
+    verifier reads: a :class:`tabverify.table.Table`, a database table
+    (:class:`tabverify.verify.database_verifier.DatabaseTableRef`), a whole database..."""
+
+    def verify(self, claim: str, evidence: EvidenceT) -> Verdict:
+        """The verdict on ``claim`` given ``evidence``."""
+        ...
