@@ -115,7 +115,12 @@ class SQLiteDatabase(Database):
     def _classify(self, exc: Exception) -> tuple[str, str]:
         message = one_line(str(exc))
         lowered = message.lower()
-        if "not authorized" in lowered or "readonly" in lowered or "read-only" in lowered:
+        if (
+            "not authorized" in lowered
+            or "authorization denied" in lowered
+            or "readonly" in lowered
+            or "read-only" in lowered
+        ):
             return "refused", f"refused by the database engine: {message}; only read-only queries are allowed"
         if "syntax error" in lowered or "incomplete input" in lowered or "unrecognized token" in lowered:
             return "syntax", f"syntax error: {message}"
