@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +12,13 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, clean, fail, input_errors, out, text, warn
+from tabverify.database import connect
 from tabverify.errors import TabverifyError
+from tabverify.program.database_table import DatabaseTable, open_table
+from tabverify.program.sql import prepare_table, run_program
+from tabverify.program.tree import parse_program
 from tabverify.table import CellRef, Table, load_table
+from tabverify.verify.verdict import result_text
 
 program_app = typer.Typer(
     help="Run and inspect table programs in the TabFact brace syntax.",
@@ -62,15 +68,35 @@ def print_evidence(table: Table, evidence: set[CellRef]) -> None:
 
 def check(
     table_path: Annotated[
-        Path,
+        str,
         typer.Argument(
-            metavar="TABLE", help="Table file: .csv, .tsv, .json or TabFact .html.csv", show_default=False
+            metavar="TABLE",
+            help="Table file: .csv, .tsv, .json or TabFact .html.csv (left out with --db)",
+            show_default=False,
         ),
     ],
     statements: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(metavar="STATEMENT", help="One or more statements to check", show_default=False),
-    ],
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TARGET",
+            help="Check against a table of a database instead of a file: a DuckDB or SQLite file, a "
+            "Parquet/CSV file or folder, or a postgresql:// URL (give --table)",
+        ),
+    ] = None,
+    table_name: Annotated[
+        str | None, typer.Option("--table", metavar="NAME", help="The database table (with --db)")
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Folder for the database table's value index [default: $TABVERIFY_CACHE or ~/.cache/tabverify]",
+        ),
+    ] = None,
     caption: Annotated[
         str, typer.Option(metavar="TEXT", help="The table's caption (context for the statement)")
     ] = "",
@@ -88,9 +114,25 @@ def check(
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import MODEL_FILE
 
-    table = load(table_path, caption)
+    statements = list(statements or [])
+    if db is not None:
+        statements.insert(0, table_path)  # with --db there is no TABLE: every argument is a statement
+    elif table_name is not None or cache is not None:
+        fail("--table and --cache go with --db TARGET (a database); a table file is given as TABLE")
+    if not statements:
+        fail("give at least one STATEMENT to check")
     if models is not None and not models.is_dir():
         fail(f"--models {models}: not a folder; name the folder given to `tabverify train tabfact --out`")
+    if db is not None:
+        if not table_name:
+            fail("--db needs --table NAME: the database table to check the statements against")
+        with input_errors():
+            database = connect(db)
+            table: Table | DatabaseTable = open_table(database, table_name, cache_dir=cache)
+        source = table.source
+    else:
+        table = load(Path(table_path), caption)
+        source = table_path
     with input_errors():
         if models is None:
             verifier = TableVerifier()
@@ -98,7 +140,7 @@ def check(
             verifier = TableVerifier(ranker=models / WEIGHTS_FILE, model=models / MODEL_FILE)
         verdicts = [verifier.verify(s, table) for s in statements]
     if as_json:
-        payload = {"table": str(table_path), "verdicts": [v.to_dict() for v in verdicts]}
+        payload = {"table": source, "verdicts": [v.to_dict() for v in verdicts]}
         print(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
         for verdict in verdicts:
@@ -115,31 +157,99 @@ def check(
                 out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
             else:
                 out.print("  program: none found (the statement's values could not be linked to the table)")
-            if verdict.evidence:
+            if verdict.sql:
+                out.print(text(f"  sql: {verdict.sql}"))
+            if verdict.evidence and isinstance(table, Table):
                 print_evidence(table, set(verdict.evidence))
+            elif verdict.evidence:
+                print_database_evidence(table, verdict.evidence)
     raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
 
 
 def program_run(
-    table_path: Annotated[Path, typer.Argument(metavar="TABLE", help="Table file", show_default=False)],
+    table_path: Annotated[
+        str, typer.Argument(metavar="TABLE", help="Table file (left out with --db)", show_default=False)
+    ],
     program: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="PROGRAM",
             help="Program in the brace syntax; a trailing =True is ignored",
             show_default=False,
         ),
-    ],
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            metavar="ENGINE",
+            help="memory (Python), or duckdb / sqlite: the table file is loaded into that engine and the "
+            "program runs as one SQL query",
+        ),
+    ] = "memory",
+    db: Annotated[
+        str | None,
+        typer.Option(metavar="TARGET", help="Run on a table of a database (give --table); no TABLE file"),
+    ] = None,
+    table_name: Annotated[
+        str | None, typer.Option("--table", metavar="NAME", help="The database table (with --db)")
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Folder for the database table's value index (with --db)"),
+    ] = None,
 ) -> None:
-    """Execute a program on a table; its value is printed on the last line."""
+    """Execute a program on a table; its value is printed on the last line (with SQL engines, the
+    query is printed before it)."""
     from tabverify.program import execute
 
-    table = load(table_path)
+    if db is not None:
+        if program is not None:
+            fail("with --db give only the PROGRAM (the table is --table NAME), not a TABLE file")
+        if engine != "memory":
+            fail("--engine is for a TABLE file; with --db the program runs in the database's own engine")
+        if not table_name:
+            fail("--db needs --table NAME: the database table to run the program on")
+        with input_errors():
+            database = connect(db)
+            table = open_table(database, table_name, cache_dir=cache)
+            parsed = parse_program(table_path)
+            value, evidence, sql = table.evidence(parsed)
+        out.print(text(f"sql: {sql}"))
+        if evidence:
+            print_database_evidence(table, tuple(evidence))
+        print(clean(result_text(value)))  # type: ignore[arg-type]
+        return
+    if program is None:
+        fail("give a TABLE file and a PROGRAM (or --db TARGET --table NAME and a PROGRAM)")
+    if table_name is not None or cache is not None:
+        fail("--table and --cache go with --db TARGET")
+    if engine not in ("memory", "duckdb", "sqlite"):
+        fail(f"--engine {engine!r}: choose memory, duckdb or sqlite")
+    loaded = load(Path(table_path))
+    if engine != "memory":
+        with input_errors(), tempfile.TemporaryDirectory(prefix="tabverify-") as scratch:
+            sql_table = prepare_table(loaded, Path(scratch) / f"table.{engine}", engine)
+            with connect(Path(scratch) / f"table.{engine}") as database:
+                execution = run_program(program, database, sql_table)
+        out.print(text(f"sql: {execution.sql}"))
+        print(clean(result_text(execution.json)))
+        return
     with input_errors():
-        execution = execute(program, table)
+        execution = execute(program, loaded)
     if execution.evidence:
-        print_evidence(table, set(execution.evidence))
+        print_evidence(loaded, set(execution.evidence))
     print(clean(execution.display))
+
+
+def print_database_evidence(table: DatabaseTable, evidence: tuple[CellRef, ...], limit: int = 20) -> None:
+    """The evidence cells of a database table, one line each: row key, column, text."""
+    shown = evidence[:limit]
+    texts = table.row_texts(sorted({ref.row for ref in shown}))
+    out.print("  evidence (row key, column: cell):")
+    for ref in shown:
+        out.print(text(f"    {ref.row}  {table.header[ref.column]}: {texts[ref.row][ref.column]}"))
+    if len(evidence) > limit:
+        out.print(f"    ... {len(evidence) - limit} more cells")
 
 
 def program_functions() -> None:
@@ -157,6 +267,8 @@ CHECK_EXAMPLES = """Examples:
 \b
   tabverify check results.csv "the hawks won both games against dayton"
   tabverify check data/all_csv/2-1859269-1.html.csv "round 1 begin with 156 club" --json
+  tabverify check --db matches.duckdb --table matches "arsenal scored more goals at home than away"
+  tabverify check --db postgresql://reader@localhost/news --table results "there were 380 games"
 """
 
 RUN_EXAMPLES = """Examples:
@@ -164,6 +276,8 @@ RUN_EXAMPLES = """Examples:
 \b
   tabverify program run votes.csv "eq{count{filter_eq{all_rows; party; democratic}}; 3}"
   tabverify program run votes.csv "hop{argmax{all_rows; votes}; candidate}"
+  tabverify program run votes.csv "count{all_rows}" --engine duckdb
+  tabverify program run --db matches.duckdb --table matches "max{all_rows; attendance}"
 """
 
 

@@ -27,12 +27,19 @@ from tabverify.table import Cell, CellRef, Quantity, Table
 View = tuple[int, ...]
 
 
+Backend = Callable[[str, Sequence[object]], object]
+"""Computes a function where the rows live (a database): ``backend(name, args)`` returns the value,
+or ``NotImplemented`` to let the in-memory implementation compute it."""
+
+
 @dataclass
 class Context:
-    """What a function sees while running: the table, and (when tracing) the evidence cells read."""
+    """What a function sees while running: the table, (when tracing) the evidence cells read, and
+    the backend of a table whose rows live in a database."""
 
     table: Table
     evidence: set[CellRef] | None = None
+    backend: Backend | None = None
 
     def touch(self, row: int, column: int) -> None:
         """Record that a cell contributed to the result."""
@@ -74,7 +81,9 @@ def run_function(name: str, ctx: Context, args: Sequence[object]) -> object:
             result overflows (is not a finite number).
     """
     try:
-        value = FUNCTIONS[name].impl(ctx, *args)
+        value = NotImplemented if ctx.backend is None else ctx.backend(name, args)
+        if value is NotImplemented:
+            value = FUNCTIONS[name].impl(ctx, *args)
     except (ProgramExecutionError, ProgramTypeError):
         raise
     except (ValueError, TypeError, ArithmeticError, IndexError) as exc:

@@ -191,7 +191,9 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
     far are kept (with their conjunctions) and :attr:`SearchResult.cut` says which limit bound.
     """
     limits = limits or SearchLimits()
-    state = _State(table, limits, active_families(linking.tokens), Context(table))
+    # a database table computes the functions that read rows in SQL (its run_function)
+    context = Context(table, backend=getattr(table, "run_function", None))
+    state = _State(table, limits, active_families(linking.tokens), context)
     entities = _entities(state, linking)
     try:
         _build(state, entities)

@@ -54,6 +54,9 @@ def statement_features(
         best_rows = [r for r, n in rows.items() if n == best]
         numbers = [n for n in linking.numbers if n.span not in rows_of_span]
         if numbers:
+            fetch = getattr(table.rows, "fetch", None)  # a database table reads the rows in one query
+            if fetch is not None:
+                fetch(best_rows)
             found = 0
             for number in numbers:
                 literal = number.literal.lower()

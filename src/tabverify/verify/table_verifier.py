@@ -8,13 +8,14 @@ from pathlib import Path
 import numpy as np
 
 from tabverify.errors import TabverifyError
+from tabverify.program.database_table import DatabaseTable
 from tabverify.program.execute import execute, json_value
 from tabverify.program.ranker import Ranker
 from tabverify.program.search import Candidate, SearchLimits, search
 from tabverify.table import Table
 from tabverify.text.linking import Linking, link
 from tabverify.verify.decision import VerdictModel, statement_features
-from tabverify.verify.verdict import Alternative, Label, LimitNotice, Verdict
+from tabverify.verify.verdict import Alternative, Label, LimitNotice, TraceStep, Verdict
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class TableVerifier:
         self.limits = limits or SearchLimits()
         self.alternatives = alternatives
 
-    def rank(self, table: Table, statement: str) -> Ranking:
+    def rank(self, table: Table | DatabaseTable, statement: str) -> Ranking:
         """The statement's links and all candidate programs with their probabilities (best first).
 
         Raises:
@@ -64,7 +65,8 @@ class TableVerifier:
                 f"the statement has {len(statement)} characters; at most {self.limits.max_statement_chars} "
                 "are checked (SearchLimits.max_statement_chars): split it into shorter claims"
             )
-        linking = link(statement, table)
+        # a database table links through its value index, never by reading its rows
+        linking = link(statement, table, getattr(table, "linking_index", None))
         found = search(table, linking, self.limits)
         if not found.candidates:
             return Ranking(linking, [], np.zeros(0), found.cut)
@@ -79,15 +81,19 @@ class TableVerifier:
         ranking = self.rank(table, statement)
         return statement_features(table, ranking.linking, ranking.candidates, ranking.probabilities)
 
-    def verify(self, statement: str, table: Table) -> Verdict:
+    def verify(self, statement: str, table: Table | DatabaseTable) -> Verdict:
         """Decide ENTAILED or REFUTED, with the best program as evidence (the :class:`Verifier`
         protocol: the claim first, then the evidence).
 
         Raises:
             TabverifyError: the statement is empty or too long, or the table has no data rows.
         """
-        if not isinstance(statement, str) or not isinstance(table, Table):
-            raise TypeError("TableVerifier.verify(statement, table): the statement first, then the Table")
+        if not isinstance(statement, str) or not isinstance(table, (Table, DatabaseTable)):
+            raise TypeError(
+                "TableVerifier.verify(statement, table): the statement first, then the Table "
+                "(or a DatabaseTable from tabverify.program.database_table.open_table)"
+            )
+        queries_before = len(table.trace) if isinstance(table, DatabaseTable) else 0
         if not statement or not statement.strip():
             raise TabverifyError("the statement is empty; give a sentence to check against the table")
         if not table.n_rows:
@@ -105,14 +111,27 @@ class TableVerifier:
         )
         if not ranked:
             label = Label.ENTAILED if wanted else Label.REFUTED
-            return Verdict(statement, label, "", None, max(p_entailed, 1 - p_entailed), limits=limits)
+            return Verdict(
+                statement,
+                label,
+                "",
+                None,
+                max(p_entailed, 1 - p_entailed),
+                limits=limits,
+                source=table.source if isinstance(table, DatabaseTable) else (table.name or ""),
+                trace=_trace(table, queries_before),
+            )
         # the evidence is the best-ranked program that supports the decision; when no program
         # does, the best program decides (a verdict is never left without a supporting program)
         supporting = [i for i, c in enumerate(ranked) if c.value == wanted]
         chosen = supporting[0] if supporting else 0
         best = ranked[chosen]
-        execution = execute(best.program, table)
-        entailed = execution.value is True
+        if isinstance(table, DatabaseTable):
+            result, evidence, sql = table.evidence(best.program)
+        else:
+            execution = execute(best.program, table)
+            result, evidence, sql = execution.json, execution.evidence, ""
+        entailed = result is True
         confidence = p_entailed if entailed else 1 - p_entailed
         others = [i for i in range(len(ranked)) if i != chosen][: self.alternatives]
         alternatives = tuple(
@@ -123,12 +142,24 @@ class TableVerifier:
             statement,
             Label.ENTAILED if entailed else Label.REFUTED,
             str(best.program),
-            execution.json,
+            result,
             max(0.5, min(1.0, confidence)) if supporting else 0.5,
-            tuple(sorted(execution.evidence, key=lambda r: (r.row, r.column))),
+            tuple(sorted(evidence, key=lambda r: (r.row, r.column))),
             alternatives,
             limits,
+            sql=sql,
+            source=table.source if isinstance(table, DatabaseTable) else (table.name or ""),
+            trace=_trace(table, queries_before),
         )
+
+
+def _trace(table: Table | DatabaseTable, start: int) -> tuple[TraceStep, ...]:
+    """The queries a database table ran for one statement (none for an in-memory table)."""
+    if not isinstance(table, DatabaseTable):
+        return ()
+    return tuple(
+        TraceStep("query", sql, rows, seconds, error) for sql, rows, seconds, error in table.trace[start:]
+    )
 
 
 _DEFAULT: TableVerifier | None = None
