@@ -16,7 +16,7 @@ number, kind and decimals (:mod:`tabverify.program.sql.expr`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal as TypingLiteral
 
 from sqlglot import exp
@@ -322,8 +322,18 @@ class Compiler:
             signature = FUNCTIONS[node.func]
             args = [self.compile(a, t) for a, t in zip(node.args, signature.args, strict=True)]
             compiled = SQL_FUNCTIONS[node.func](self, node, args)
+            if isinstance(compiled, Value) and compiled.type == "num":
+                compiled = replace(compiled, expr=self.hoist(compiled.expr))
         self._memo[node] = compiled
         return compiled
+
+    def hoist(self, value: M) -> M:
+        """A computed number as a one-row CTE, so that the rules that read it several times
+        (precision equality) repeat a short reference, not its query."""
+        if x.known(value) or self.inline or isinstance(value, exp.Column):
+            return value
+        name = self.add_cte("n", exp.select(exp.alias_(x.sql(value), "v")))
+        return exp.Subquery(this=exp.select("v").from_(self.ref(name)))
 
     def with_ctes(self, select: exp.Select) -> exp.Select:
         """``select`` with the CTEs compiled so far."""
