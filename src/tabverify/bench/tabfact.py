@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -174,17 +175,54 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _init_worker(data_dir: str, ranker_path: str | None) -> None:
+ENGINES = ("memory", "duckdb", "sqlite")
+"""Where the benchmark's tables live: in Python, or each loaded into its own DuckDB/SQLite file."""
+
+
+class EngineTables:
+    """Each table of the release loaded into its own file of an SQL engine (read back through the
+    safe query layer), for a benchmark run where every table access is done by the engine."""
+
+    def __init__(self, tables: TableCache, engine: str, python_rows: int) -> None:
+        import tempfile
+
+        self.tables, self.engine, self.python_rows = tables, engine, python_rows
+        self._scratch = tempfile.TemporaryDirectory(prefix="tabverify-bench-")
+        self._open: dict[str, object] = {}
+
+    def get(self, table_id: str, caption: str = ""):  # -> DatabaseTable
+        """The table with that id, loaded into the engine on first use."""
+        from tabverify.database import connect
+        from tabverify.program.database_table import open_table
+        from tabverify.program.sql import prepare_table
+
+        if table_id not in self._open:
+            if len(self._open) > 64:
+                for table in self._open.values():
+                    table.db.close()  # type: ignore[attr-defined]
+                    Path(table.db.target).unlink(missing_ok=True)  # type: ignore[attr-defined]
+                self._open.clear()
+            path = Path(self._scratch.name) / f"{len(os.listdir(self._scratch.name))}.{self.engine}"
+            prepare_table(self.tables.get(table_id, caption), path, self.engine)
+            self._open[table_id] = open_table(connect(path), "t", cache=False, python_rows=self.python_rows)
+        return self._open[table_id]
+
+
+def _init_worker(
+    data_dir: str, ranker_path: str | None, engine: str = "memory", python_rows: int = 64
+) -> None:
     from tabverify.verify import TableVerifier
 
     _quiet_worker()
 
     _WORKER["cache"] = TableCache(data_dir)
+    if engine != "memory":
+        _WORKER["cache"] = EngineTables(_WORKER["cache"], engine, python_rows)  # type: ignore[arg-type]
     _WORKER["verifier"] = TableVerifier(ranker_path)
 
 
 def _predict(example: Example) -> dict[str, object]:
-    cache: TableCache = _WORKER["cache"]  # type: ignore[assignment]
+    cache: TableCache | EngineTables = _WORKER["cache"]  # type: ignore[assignment]
     verifier = _WORKER["verifier"]
     started = time.perf_counter()
     record: dict[str, object] = {
@@ -211,11 +249,16 @@ def run_benchmark(
     jobs: int = 1,
     ranker_path: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    engine: str = "memory",
+    python_rows: int = 64,
 ) -> dict[str, object]:
     """Verify every statement of a split and score it. Failures count as wrong and are logged.
 
     ``limit`` keeps the first N statements (None: all of them); ``jobs`` is the number of worker
-    processes.
+    processes. ``engine``: ``memory``, or ``duckdb``/``sqlite`` to load every table into its own
+    database file of that engine and verify through it (:mod:`tabverify.program.database_table`);
+    ``python_rows``: with an engine, views of at most this many rows are read once and computed in
+    Python (0: every function runs as SQL).
 
     Raises:
         TabverifyError: ``limit`` or ``jobs`` is below 1.
@@ -223,6 +266,8 @@ def run_benchmark(
             table file it does not have, or the split has no statements.
     """
     check_counts(limit=limit, jobs=jobs)
+    if engine not in ENGINES:
+        raise TabverifyError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     examples = load_examples(data_dir, split)
     if limit is not None:
         examples = examples[:limit]
@@ -238,7 +283,7 @@ def run_benchmark(
     predictions: list[dict[str, object]] = []
     started = time.perf_counter()
     if jobs <= 1:
-        _init_worker(str(data_dir), ranker_path)
+        _init_worker(str(data_dir), ranker_path, engine, python_rows)
         iterator: Iterator[dict[str, object]] = map(_predict, examples)
         for record in iterator:
             predictions.append(record)
@@ -246,7 +291,7 @@ def run_benchmark(
                 progress(len(predictions), len(examples))
     else:
         with multiprocessing.get_context("fork").Pool(
-            jobs, _init_worker, (str(data_dir), ranker_path)
+            jobs, _init_worker, (str(data_dir), ranker_path, engine, python_rows)
         ) as pool:
             for record in pool.imap(_predict, examples, chunksize=16):
                 predictions.append(record)
@@ -269,6 +314,9 @@ def run_benchmark(
     metrics["p95_ms"] = round(1000 * seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))], 2)
     metrics["wall_seconds"] = round(elapsed, 1)
     metrics["failures"] = sum(1 for p in predictions if "error" in p)
+    metrics["engine"] = engine
+    if engine != "memory":
+        metrics["python_rows"] = python_rows
     return {
         "benchmark": "tabfact",
         "split": split,

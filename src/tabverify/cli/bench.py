@@ -51,12 +51,32 @@ def bench_tabfact(
     out_file: Annotated[
         Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON result here")
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            metavar="ENGINE",
+            help="memory, or duckdb / sqlite: every table is loaded into its own database file of that "
+            "engine and verified through the safe query layer",
+        ),
+    ] = "memory",
+    python_rows: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="With --engine: views of at most N rows (<= 64) are read once and computed in Python; "
+            "0 runs every function as SQL",
+        ),
+    ] = 64,
 ) -> None:
     """Run the TabFact benchmark: accuracy (and the simple/complex channels on val)."""
-    from tabverify.bench.tabfact import SPLITS, run_benchmark
+    from tabverify.bench.tabfact import ENGINES, SPLITS, run_benchmark
 
     if split not in SPLITS or split == "train":
         fail(f"unknown split {split!r}; choose val, test, simple_test, complex_test or small_test")
+    if engine not in ENGINES:
+        fail(f"--engine {engine!r}: choose {', '.join(ENGINES)}")
+    if not 0 <= python_rows <= 64:
+        fail(f"--python-rows {python_rows}: give a number from 0 to 64")
     _data_folder(data)
     check_output(out_file, "--out", [data])
     jobs = worker_count(jobs)
@@ -68,6 +88,8 @@ def bench_tabfact(
             limit=limit,
             jobs=jobs,
             progress=lambda done, total: report(f"tabfact {split}", done, total),
+            engine=engine,
+            python_rows=python_rows,
         )
     _write_result(out_file, result)
     summary = {"benchmark": "tabfact", "split": split, "n": result["n"], "metrics": result["metrics"]}
@@ -169,6 +191,7 @@ TABFACT_EXAMPLES = """Examples:
 
 \b
   tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2 --out results/val.json
+  tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2 --engine duckdb
   tabverify bench tabfact --data DIR --split val --limit 500
 """
 

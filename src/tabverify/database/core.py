@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sqlglot import exp
+
 from tabverify.database.result import QueryResult, check_limits, collect
 from tabverify.database.safety import Checked, check
 from tabverify.database.schema import Schema, TableSchema, attach_descriptions
@@ -70,7 +72,7 @@ class Database:
 
     def query(
         self,
-        sql: str,
+        sql: str | exp.Expression,
         *,
         max_rows: int = 100,
         max_bytes: int = 1_000_000,
@@ -81,13 +83,16 @@ class Database:
 
         Refused statements (writes, settings, files, more than one statement), timeouts, syntax
         and execution errors come back as ``QueryResult.error`` / ``error_kind``; only invalid
-        arguments (caps out of range) raise ValueError.
+        arguments (caps out of range) raise ValueError. ``sql`` may be a sqlglot tree built in code
+        (tabverify's compiled programs): it is checked as a tree and printed in the engine's dialect.
         """
         check_limits(max_rows, max_bytes, timeout_s)
         if params is not None and (isinstance(params, str | bytes) or not isinstance(params, Sequence)):
             raise ValueError("params must be a sequence (list or tuple) of values, or None")
         started = time.monotonic()
         checked = check(sql, self.dialect)
+        if isinstance(sql, exp.Expression):
+            sql = checked.statement
         if checked.refusal is not None:
             return QueryResult(
                 sql=sql, error=checked.refusal, error_kind="refused", elapsed_s=time.monotonic() - started

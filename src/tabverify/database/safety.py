@@ -142,10 +142,14 @@ def _first_word(sql: str, dialect: str) -> str:
     return tokens[0].text.upper()[:40] if tokens else ""
 
 
-def check(sql: str, dialect: str) -> Checked:
-    """Check one query text in the engine's sqlglot dialect (``duckdb``, ``sqlite``, ``postgres``)."""
+def check(sql: str | exp.Expression, dialect: str) -> Checked:
+    """Check one query in the engine's sqlglot dialect (``duckdb``, ``sqlite``, ``postgres``): a
+    text, or a sqlglot tree built in code (checked as it stands, without printing and re-parsing
+    it; the text sent to the engine is then printed from the checked tree)."""
+    if isinstance(sql, exp.Expression):
+        return _check_tree(sql, sql.sql(dialect=dialect), dialect)
     if not isinstance(sql, str):
-        raise TypeError(f"sql must be a string, got {type(sql).__name__}")
+        raise TypeError(f"sql must be a string or a sqlglot expression, got {type(sql).__name__}")
     if not sql.strip():
         return Checked(sql, refusal="refused: the query is empty; write one SELECT statement")
     if "\x00" in sql:
@@ -164,8 +168,11 @@ def check(sql: str, dialect: str) -> Checked:
         return Checked(
             sql, refusal=f"refused: one statement per query (found {len(trees)}); send them one at a time"
         )
-    tree = trees[0]
-    statement = _statement_text(sql, dialect)
+    return _check_tree(trees[0], _statement_text(sql, dialect), dialect)
+
+
+def _check_tree(tree: exp.Expression, statement: str, dialect: str) -> Checked:
+    """Check a parsed statement: a query at the root, nothing refused anywhere inside."""
     root_ok = isinstance(tree, exp.Query | exp.Values) or (
         isinstance(tree, exp.Subquery) and isinstance(tree.unnest(), exp.Query)
     )

@@ -21,7 +21,7 @@ from sqlglot import exp
 from tabverify.database import Database
 from tabverify.database.values import ValueIndex, build_value_index, cached_value_index
 from tabverify.errors import ProgramExecutionError
-from tabverify.program.functions import FUNCTIONS
+from tabverify.program.functions import FUNCTIONS, Context
 from tabverify.program.sql import SqlTable, base_relation, compile_view, run_program
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
 from tabverify.program.values import format_number
@@ -121,6 +121,9 @@ class DatabaseTable:
         db: the open database (read through :meth:`Database.query` only).
         sql_table: how programs compile against the table.
         index: its value index.
+        python_rows: a function of views of at most this many rows (at most :data:`MATERIALIZE`)
+            reads those rows once and computes in Python, exactly as the in-memory executor; 0
+            computes every function in SQL.
         trace: every query run for it so far, as ``(sql, rows returned, seconds, error)`` (the
             verifier takes each statement's share).
     """
@@ -129,6 +132,7 @@ class DatabaseTable:
     sql_table: SqlTable
     index: ValueIndex
     caption: str = ""
+    python_rows: int = MATERIALIZE
     trace: list[tuple[str, int | None, float, str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -192,9 +196,8 @@ class DatabaseTable:
         Raises:
             ProgramExecutionError: the query failed (the message says why).
         """
-        sql = query.sql(dialect=self.db.dialect)
-        result = self.db.query(sql, max_rows=max_rows, max_bytes=50_000_000, timeout_s=QUERY_TIMEOUT_S)
-        self.trace.append((sql, len(result.rows), result.elapsed_s, result.error))
+        result = self.db.query(query, max_rows=max_rows, max_bytes=50_000_000, timeout_s=QUERY_TIMEOUT_S)
+        self.trace.append((result.sql, len(result.rows), result.elapsed_s, result.error))
         if not result.ok:
             raise ProgramExecutionError(f"the query failed: {result.error}")
         return [tuple(row) for row in result.rows]
@@ -271,6 +274,12 @@ class DatabaseTable:
                 "half": abs(2 * n - total) <= 1,
                 "one_third": abs(3 * n - total) <= 2,
             }[name]
+        if all(v.keys is not None and v.count <= self.python_rows for v in views):
+            # a few rows: read them once (cached) and compute as the in-memory executor does; the
+            # views this returns are row keys, and the functions over them stay in Python
+            self.rows.fetch([k for v in views for k in v.keys or ()])
+            plain = [a.keys if isinstance(a, SqlView) else a for a in args]
+            return FUNCTIONS[name].impl(Context(self), *plain)  # type: ignore[arg-type]
         node = Call(name, tuple(self._node(a) for a in args))
         if FUNCTIONS[name].returns == "view":
             return self.view(node)
@@ -331,6 +340,7 @@ def open_table(
     cache_dir: Path | None = None,
     cache: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    python_rows: int = MATERIALIZE,
 ) -> DatabaseTable:
     """A table of an open database, ready for the verifier: its description for the compiler
     (a prepared table when the database holds tabverify's layout, else the native table) and its
@@ -357,4 +367,4 @@ def open_table(
     index = cached_value_index(db, schema.name, n_rows, build, cache_dir)[0] if cache else build()
     if sql_table.kind == "native":
         sql_table = native_table(db, schema.name, distinct=index.distinct_texts())
-    return DatabaseTable(db, sql_table, index)
+    return DatabaseTable(db, sql_table, index, python_rows=min(python_rows, MATERIALIZE))
