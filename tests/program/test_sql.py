@@ -306,8 +306,11 @@ def test_native_table_gives_the_memory_value(engine: str, tmp_path: Path) -> Non
     assert sql_table.order_by == ("id",)
     header = ["id", "district", "incumbent", "elected", "share", "polled"]
     memory_table = Table.from_rows(header, [[str(v) for v in r] for r in NATIVE_ROWS])
+    keys = [r[0] for r in NATIVE_ROWS]  # a native view holds row keys (here the integer key id)
     for program in NATIVE_PROGRAMS:
         memory, sql = _run_both(program, memory_table, db, sql_table)
+        if isinstance(memory, tuple):
+            memory = tuple(keys[r] for r in memory)
         assert _agree(memory, sql), (program, memory, sql)
     db.close()
 

@@ -15,6 +15,7 @@ number, kind and decimals (:mod:`tabverify.program.sql.expr`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal as TypingLiteral
@@ -53,6 +54,10 @@ class View:
 
     name: str
     err: M = None
+    where: exp.Expression | None = None
+    """For all_rows and filters over it: the predicate on the base row (alias :data:`ROW`) that
+    selects the view, so that a filter of it, or a test of its rows, reads the table once instead
+    of joining the view's row keys (on a table of millions of rows that join dominates)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class Compiler:
     ctes: dict[str, exp.Select] = field(default_factory=dict)
     _memo: dict[Node, Compiled] = field(default_factory=dict)
     _resolver: Table | None = None
+    _native: exp.Select | None = None
 
     # ---- relations and fields ------------------------------------------------------------------
 
@@ -116,15 +122,11 @@ class Compiler:
         """The base relation (the prepared table, or the native table's derived relation)."""
         if self.table.kind == "prepared":
             return exp.table_(self.table.name, quoted=True, alias=alias)
-        if self.inline:
-            return exp.Subquery(
-                this=native_base(self.table), alias=exp.TableAlias(this=exp.to_identifier(alias))
-            )
-        if BASE not in self.ctes:
-            self.ctes[BASE] = native_base(self.table)
-        table = exp.to_table(BASE)
-        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        return table
+        # inlined where it is read, never a CTE: an engine may materialise a CTE read twice, and
+        # the derived relation of a table of millions of rows must stay a projection of it
+        if self._native is None:
+            self._native = native_base(self.table)
+        return exp.Subquery(this=self._native.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
     def ref(self, name: str, alias: str | None = None) -> exp.Expression:
         """A reference to a CTE (or, compiling inline, its query as a subquery)."""
@@ -143,7 +145,9 @@ class Compiler:
         return name
 
     def rows_of(self, view: View) -> exp.Expression:
-        """``b._row IN (SELECT _row FROM view)``."""
+        """``b._row IN (SELECT _row FROM view)`` (or the view's own predicate, when it has one)."""
+        if view.where is not None:
+            return view.where.copy()
         return exp.column("_row", table=ROW).isin(query=exp.select("_row").from_(self.ref(view.name)))
 
     def count(self, view: View) -> exp.Expression:
@@ -313,7 +317,7 @@ class Compiler:
             return found
         compiled: Compiled
         if isinstance(node, AllRows):
-            compiled = View(self.add_cte("v", all_rows_select(self)))
+            compiled = View(self.add_cte("v", all_rows_select(self)), where=exp.column("_data", table=ROW))
         elif isinstance(node, Literal):
             compiled = Value("const", py=node.text)
         elif isinstance(node, Header):
@@ -336,10 +340,30 @@ class Compiler:
         return exp.Subquery(this=exp.select("v").from_(self.ref(name)))
 
     def with_ctes(self, select: exp.Select) -> exp.Select:
-        """``select`` with the CTEs compiled so far."""
+        """``select`` with the CTEs compiled so far (and a native base reduced to the fields the
+        query reads, see :func:`prune_native`)."""
         for name, query in self.ctes.items():
             select = select.with_(name, as_=query)
-        return select
+        return prune_native(select)
+
+
+_FIELD_RE = re.compile(r"^c\d+_[a-z]+$")
+
+
+def prune_native(tree: exp.Expression) -> exp.Expression:
+    """Keep in each native base relation only the fields the query reads: every field of every
+    column (with the CASE maps of distinct values) would be computed for every row otherwise, and
+    printed into every query."""
+    used = {column.name for column in tree.find_all(exp.Column) if _FIELD_RE.match(column.name)}
+    for select in tree.find_all(exp.Select):
+        if select.meta.get("native_base"):
+            keep = [
+                p
+                for p in select.expressions
+                if p.alias_or_name in ("_row", "_data") or p.alias_or_name in used
+            ]
+            select.set("expressions", keep)
+    return tree
 
 
 def _in(text: M, options: list[str], universe: int) -> M:
@@ -385,44 +409,44 @@ def native_base(table: SqlTable) -> exp.Select:
     """The derived relation a native table is read through: ``_row``, ``_data`` and every field of
     :data:`FIELDS` per column, computed from the database's own columns and types."""
     source = exp.table_(table.name, quoted=True)
-    projections: list[exp.Expression] = []
-    if table.order_by:
-        order = [exp.Ordered(this=exp.column(c, quoted=c != "rowid")) for c in table.order_by]
-        row = exp.Window(this=exp.func("ROW_NUMBER"), order=exp.Order(expressions=order))
-    else:
-        row = exp.Window(this=exp.func("ROW_NUMBER"))
-    projections.append(exp.alias_(exp.Sub(this=row, expression=exp.Literal.number(1)), "_row"))
+    projections: list[exp.Expression] = [exp.alias_(_native_row_key(table), "_row")]
     texts = [native_cell_text(table, j) for j in range(len(table.columns))]
     labels = [exp.Literal.string(s) for s in summary_labels()]
+    # only a text column can hold the label "total" (a number or a date never does)
+    labelled = [t for j, t in enumerate(texts[:2]) if native_kind(table.sql_types[j])[0] == "text"]
     summary: exp.Expression = exp.false()
-    if texts:
+    if labelled:
         summary = exp.or_(
-            *(
-                exp.Lower(this=exp.Trim(this=t.copy())).isin(*[lab.copy() for lab in labels])
-                for t in texts[:2]
-            )
+            *(exp.Lower(this=exp.Trim(this=t.copy())).isin(*[lab.copy() for lab in labels]) for t in labelled)
         )
-    data_rows = exp.Window(
-        this=exp.func(
-            "SUM",
-            exp.Case(
-                ifs=[exp.If(this=summary.copy(), true=exp.Literal.number(0))], default=exp.Literal.number(1)
-            ),
-        ),
-    )
-    projections.append(
-        exp.alias_(
-            exp.or_(
-                exp.Not(this=exp.paren(summary.copy())),
-                exp.EQ(this=data_rows, expression=exp.Literal.number(0)),
-            ),
-            "_data",
-        )
-    )
+    # a row labelled "total" is a summary; unlike an in-memory table, a native table whose every
+    # row is so labelled is not read as all data (that would need a pass over the whole table)
+    projections.append(exp.alias_(exp.Not(this=exp.paren(summary.copy())), "_data"))
     for j, text in enumerate(texts):
         for name, value in native_fields(table, j, text).items():
             projections.append(exp.alias_(value, column_name(j, name)))
-    return exp.select(*projections).from_(source)
+    base = exp.select(*projections).from_(source)
+    base.meta["native_base"] = True
+    return base
+
+
+def _native_row_key(table: SqlTable) -> exp.Expression:
+    """The row key of a native table, whose order is the row order: the engine's rowid, or a
+    single integer primary key, as they are (no window over the table); a composite or text key
+    is numbered with ROW_NUMBER (one sort of the table per query: give such a table an integer
+    key for speed)."""
+    if table.order_by == ("rowid",):
+        return exp.column("rowid")
+    if len(table.order_by) == 1:
+        j = table.columns.index(table.order_by[0]) if table.order_by[0] in table.columns else -1
+        if j >= 0 and native_kind(table.sql_types[j]) == ("number", 0):
+            return exp.column(table.order_by[0], quoted=True)
+    if table.order_by:
+        order = [exp.Ordered(this=exp.column(c, quoted=True)) for c in table.order_by]
+        row = exp.Window(this=exp.func("ROW_NUMBER"), order=exp.Order(expressions=order))
+    else:
+        row = exp.Window(this=exp.func("ROW_NUMBER"))
+    return exp.Sub(this=row, expression=exp.Literal.number(1))
 
 
 def native_cell_text(table: SqlTable, j: int) -> exp.Expression:
@@ -575,18 +599,31 @@ def _test(c: Compiler, test: str, cell: Value, value: Value) -> M:
     return c.order(cell, value, wanted)
 
 
-def _filter_select(c: Compiler, view: View, where: M) -> exp.Select:
+def _filter_condition(c: Compiler, view: View, where: M) -> exp.Expression:
     conditions = [c.rows_of(view)]
     if not (x.known(where) and where):
         conditions.append(x.sql(x.boolean(where)))
-    return exp.select(exp.column("_row", table=ROW)).from_(c.base()).where(exp.and_(*conditions))
+    return exp.and_(*conditions)
+
+
+def _filter_select(c: Compiler, view: View, where: M) -> exp.Select:
+    condition = _filter_condition(c, view, where)
+    return exp.select(exp.column("_row", table=ROW)).from_(c.base()).where(condition)
+
+
+def _filter_view(c: Compiler, view: View, where: M, err: M) -> View:
+    """A view of the rows of ``view`` that satisfy ``where``; it keeps a predicate of its own when
+    ``view`` has one (a filter chain from all_rows)."""
+    condition = _filter_condition(c, view, where)
+    select = exp.select(exp.column("_row", table=ROW)).from_(c.base()).where(condition.copy())
+    return View(c.add_cte("v", select), err, where=condition if view.where is not None else None)
 
 
 def _make_filter(test: str) -> SqlFunction:
     def compile_filter(c: Compiler, call: Call, args: list[Compiled]) -> Compiled:
         view, column, value = _view(args[0]), _column(args[1]), _value(args[2])
         where = _test(c, test, _row_value(column), value)
-        return View(c.add_cte("v", _filter_select(c, view, where)), _err_of(args))
+        return _filter_view(c, view, where, _err_of(args))
 
     return compile_filter
 
@@ -607,21 +644,23 @@ for _t in _TESTS:
     SQL_FUNCTIONS[f"all_{_t}"] = _make_all(_t)
 
 
-def _filter_eq_select(c: Compiler, view: View, column: int, value: Value) -> exp.Select:
+def _filter_eq_where(c: Compiler, view: View, column: int, value: Value) -> M:
     cell = _row_value(column)
     exact = c.exact(cell, value)
     match = c.values_match(cell, value)
     if (x.known(exact) and not exact) or (not x.known(exact) and not x.known(match) and exact == match):
-        where = match
-    else:
-        where = x.if_(c.exists(exact, view), x.boolean(exact), x.boolean(match))
-    return _filter_select(c, view, where)
+        return match
+    return x.if_(c.exists(exact, view), x.boolean(exact), x.boolean(match))
+
+
+def _filter_eq_select(c: Compiler, view: View, column: int, value: Value) -> exp.Select:
+    return _filter_select(c, view, _filter_eq_where(c, view, column, value))
 
 
 @_register("filter_eq")
 def _filter_eq(c: Compiler, call: Call, args: list[Compiled]) -> Compiled:
     view, column, value = _view(args[0]), _column(args[1]), _value(args[2])
-    return View(c.add_cte("v", _filter_eq_select(c, view, column, value)), _err_of(args))
+    return _filter_view(c, view, _filter_eq_where(c, view, column, value), _err_of(args))
 
 
 @_register("filter_not_eq")
@@ -635,7 +674,7 @@ def _filter_not_eq(c: Compiler, call: Call, args: list[Compiled]) -> Compiled:
 @_register("filter_all")
 def _filter_all(c: Compiler, call: Call, args: list[Compiled]) -> Compiled:
     view = _view(args[0])
-    return View(view.name, _err_of(args))
+    return View(view.name, _err_of(args), where=view.where)
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -670,9 +709,27 @@ def _ordinal(c: Compiler, n: Value) -> tuple[M, M]:
     return q.value, x.if_(bad, "the position is not an ordinal (a whole number)", None)
 
 
-def _ranked(c: Compiler, view: View, column: int, largest: bool) -> str:
+def _ranked(c: Compiler, view: View, column: int, largest: bool, n: M) -> str:
+    """The rows of the view holding a number, ranked (largest or smallest first, ties in row order):
+    a CTE of ``_row``, ``_num`` and ``_rank``. For a position known now, only the ranked row itself
+    (ORDER BY ... LIMIT 1 OFFSET n-1: one pass keeping the top n, where numbering every row would
+    sort the whole view)."""
     num = exp.column(column_name(column, "num"), table=ROW)
     key = exp.Ordered(this=num.copy(), desc=largest)
+    numbers = exp.and_(c.rows_of(view), exp.Not(this=exp.Is(this=num.copy(), expression=exp.Null())))
+    if x.known(n):
+        select = (
+            exp.select(
+                exp.column("_row", table=ROW), exp.alias_(num.copy(), "_num"), exp.alias_(x.sql(n), "_rank")
+            )
+            .from_(c.base())
+            .where(numbers)
+            .order_by(key, exp.Ordered(this=exp.column("_row", table=ROW)))
+            .limit(1)
+        )
+        if int(n) > 1:  # type: ignore[arg-type]
+            select = select.offset(int(n) - 1)  # type: ignore[arg-type]
+        return c.add_cte("r", select)
     window = exp.Window(
         this=exp.func("ROW_NUMBER"),
         order=exp.Order(expressions=[key, exp.Ordered(this=exp.column("_row", table=ROW))]),
@@ -680,15 +737,20 @@ def _ranked(c: Compiler, view: View, column: int, largest: bool) -> str:
     select = (
         exp.select(exp.column("_row", table=ROW), exp.alias_(num.copy(), "_num"), exp.alias_(window, "_rank"))
         .from_(c.base())
-        .where(exp.and_(c.rows_of(view), exp.Not(this=exp.Is(this=num.copy(), expression=exp.Null()))))
+        .where(numbers)
     )
     return c.add_cte("r", select)
 
 
 def _nth(c: Compiler, view: View, column: int, n: M, n_err: M, largest: bool, prior: M) -> tuple[str, M]:
     """The ranked CTE and the error of ``_nth_cell``."""
-    ranked = _ranked(c, view, column, largest)
-    total = exp.Subquery(this=exp.select(exp.func("COUNT", exp.Star())).from_(c.ref(ranked)))
+    ranked = _ranked(c, view, column, largest, n)
+    num = exp.column(column_name(column, "num"), table=ROW)
+    total = exp.Subquery(
+        this=exp.select(exp.func("COUNT", exp.Star()))
+        .from_(c.base())
+        .where(exp.and_(c.rows_of(view), exp.Not(this=exp.Is(this=num, expression=exp.Null()))))
+    )
     out_of = x.if_(
         x.or_(x.lt(n, 1), x.gt(n, total)),
         "asked for a ranked row beyond the rows holding numbers",

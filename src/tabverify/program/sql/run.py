@@ -10,7 +10,7 @@ from sqlglot import exp
 from tabverify.errors import ProgramExecutionError
 from tabverify.program.execute import JsonValue, json_value
 from tabverify.program.sql import expr as x
-from tabverify.program.sql.compiler import Compiled, Compiler, Value, View
+from tabverify.program.sql.compiler import Compiled, Compiler, Value, View, prune_native
 from tabverify.program.sql.table import DatabaseLike, SqlTable
 from tabverify.program.tree import Call, Node, check_program, parse_program
 from tabverify.program.values import text_of
@@ -101,7 +101,7 @@ def compile_value(node: Node, table: SqlTable) -> exp.Expression:
     compiled = c.compile(node)
     if isinstance(compiled, View) or compiled.type == "column":
         raise ProgramExecutionError(f"{node} is not a value")
-    return _value_expr(c, compiled)
+    return prune_native(_value_expr(c, compiled))
 
 
 @dataclass(frozen=True)
