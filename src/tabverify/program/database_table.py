@@ -35,6 +35,10 @@ QUERY_TIMEOUT_S = 20.0
 """Longest one query of a search may run; a query that runs longer fails like a function that
 cannot compute (the program is not a candidate) and the verdict's trace shows it."""
 
+SEARCH_MILLISECONDS = 3000
+"""Default time bound of the program search over a database table (``SearchLimits.max_milliseconds``):
+the search keeps the programs found so far and the verdict says the bound cut it."""
+
 # functions of a view that read nothing but its size: Python answers them from the count
 _COUNTED = frozenset({"count", "only", "several", "zero", "none", "half", "one_third"})
 
@@ -92,7 +96,8 @@ class _Rows:
                 exp.select(exp.column("_row"), *(exp.column(f"c{j}_text") for j in range(t.n_columns)))
                 .from_(
                     exp.Subquery(
-                        this=base_relation(t.sql_table), alias=exp.TableAlias(this=exp.to_identifier("b"))
+                        this=base_relation(t.sql_table, {f"c{j}_text" for j in range(t.n_columns)}),
+                        alias=exp.TableAlias(this=exp.to_identifier("b")),
                     )
                 )
                 .where(exp.column("_row").isin(*(exp.Literal.number(k) for k in chunk)))
@@ -209,15 +214,13 @@ class DatabaseTable:
         cached = self._views.get(sql)
         if cached is not None:
             return cached
+        # the count first (the engine counts without keeping the rows), the keys only when few
         inner = exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier("v")))
-        counted = (
-            exp.select(exp.column("_row"), exp.Window(this=exp.func("count", exp.Star())).as_("n"))
-            .from_(inner)
-            .limit(MATERIALIZE + 1)
-        )
-        rows = self.select(counted, MATERIALIZE + 1)
-        count = int(rows[0][1]) if rows else 0  # type: ignore[arg-type]
-        keys = tuple(int(r[0]) for r in rows) if count <= MATERIALIZE else None  # type: ignore[arg-type]
+        count = int(self.select(exp.select(exp.func("count", exp.Star())).from_(inner.copy()), 1)[0][0])  # type: ignore[arg-type]
+        keys = None
+        if count <= MATERIALIZE:
+            rows = self.select(exp.select(exp.column("_row")).from_(inner).limit(MATERIALIZE), MATERIALIZE)
+            keys = tuple(int(r[0]) for r in rows)  # type: ignore[arg-type]
         view = SqlView(node, count, keys, sql)
         self._views[sql] = view
         return view
@@ -360,7 +363,14 @@ def open_table(
     def build() -> ValueIndex:
         numeric = tuple(kind in ("number", "date") for kind in sql_table.column_types)
         return build_value_index(
-            db, base_relation(sql_table), schema.name, sql_table.header, numeric, progress
+            db,
+            base_relation(
+                sql_table, {f"c{j}_{f}" for j in range(len(sql_table.header)) for f in ("text", "num")}
+            ),
+            schema.name,
+            sql_table.header,
+            numeric,
+            progress,
         )
 
     n_rows = schema.row_count if schema.row_count is not None else -1

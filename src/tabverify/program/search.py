@@ -13,6 +13,7 @@ which of them cut the search (:attr:`SearchResult.cut`).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
@@ -67,6 +68,9 @@ class SearchLimits:
             and further numeric columns compared between two rows.
         max_bases: first-level views that superlatives, ordinals and all_* are applied to, and
             single rows or filters paired with each other in row and count comparisons.
+        max_milliseconds: wall-clock time of one search; when it is spent the search stops like
+            ``max_evaluations`` (0: no limit; a table of a database gets
+            ``tabverify.program.database_table.SEARCH_MILLISECONDS`` by default).
     """
 
     max_statement_chars: int = 1000
@@ -81,9 +85,17 @@ class SearchLimits:
     max_columns: int = 4
     max_compare_columns: int = 2
     max_bases: int = 6
+    max_milliseconds: int = 0
 
     REPORTED: ClassVar[frozenset[str]] = frozenset(
-        {"max_statement_chars", "max_cell_links", "max_number_links", "max_evaluations", "max_cells_read"}
+        {
+            "max_statement_chars",
+            "max_cell_links",
+            "max_number_links",
+            "max_evaluations",
+            "max_cells_read",
+            "max_milliseconds",
+        }
     )
     """The limits a verdict reports when they cut the work (they never bind on ordinary input)."""
 
@@ -109,6 +121,7 @@ class SearchLimits:
             "max_columns": f"only {value} numeric columns were aggregated",
             "max_compare_columns": f"only {value} numeric columns were compared in nested programs",
             "max_bases": f"only {value} row selections were combined further",
+            "max_milliseconds": f"the search stopped after {value / 1000:g} s",
         }[name]
         return f"{what} (limit SearchLimits.{name}); a reading beyond it was not considered"
 
@@ -166,6 +179,7 @@ class _State:
     evaluations: int = 0
     cells_read: int = 0
     cut: dict[str, None] = field(default_factory=dict)
+    deadline: float = 0.0  # time.monotonic() when max_milliseconds is spent (0: none)
 
     def limit(self, name: str) -> None:
         """Note that the limit ``name`` cut the work."""
@@ -194,6 +208,8 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
     # a database table computes the functions that read rows in SQL (its run_function)
     context = Context(table, backend=getattr(table, "run_function", None))
     state = _State(table, limits, active_families(linking.tokens), context)
+    if limits.max_milliseconds:
+        state.deadline = time.monotonic() + limits.max_milliseconds / 1000
     entities = _entities(state, linking)
     try:
         _build(state, entities)
@@ -243,6 +259,9 @@ def _call(state: _State, func: str, args: tuple[_Item | Node, ...]) -> _Item | N
         raise _BudgetSpent
     if state.cells_read >= state.limits.max_cells_read:
         state.limit("max_cells_read")
+        raise _BudgetSpent
+    if state.deadline and time.monotonic() > state.deadline:
+        state.limit("max_milliseconds")
         raise _BudgetSpent
     state.evaluations += 1
     state.cells_read += max(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from tabverify.errors import TabverifyError
-from tabverify.program.database_table import DatabaseTable
+from tabverify.program.database_table import SEARCH_MILLISECONDS, DatabaseTable
 from tabverify.program.execute import execute, json_value
 from tabverify.program.ranker import Ranker
 from tabverify.program.search import Candidate, SearchLimits, search
@@ -67,7 +67,11 @@ class TableVerifier:
             )
         # a database table links through its value index, never by reading its rows
         linking = link(statement, table, getattr(table, "linking_index", None))
-        found = search(table, linking, self.limits)
+        limits = self.limits
+        if isinstance(table, DatabaseTable) and not limits.max_milliseconds:
+            # every function of a large table is a query: bound the search's time, not only its work
+            limits = replace(limits, max_milliseconds=SEARCH_MILLISECONDS)
+        found = search(table, linking, limits)
         if not found.candidates:
             return Ranking(linking, [], np.zeros(0), found.cut)
         scores = self.ranker.score(linking, found.candidates, table)
@@ -104,8 +108,11 @@ class TableVerifier:
         ranked, probabilities = ranking.candidates, ranking.probabilities
         p_entailed = self.model.probability(statement_features(table, ranking.linking, ranked, probabilities))
         wanted = p_entailed >= 0.5
+        used = self.limits
+        if isinstance(table, DatabaseTable) and not used.max_milliseconds:
+            used = replace(used, max_milliseconds=SEARCH_MILLISECONDS)
         limits = tuple(
-            LimitNotice(name, getattr(self.limits, name), self.limits.describe(name))
+            LimitNotice(name, getattr(used, name), used.describe(name))
             for name in ranking.cut
             if name in SearchLimits.REPORTED
         )

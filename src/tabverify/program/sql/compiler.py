@@ -114,7 +114,6 @@ class Compiler:
     ctes: dict[str, exp.Select] = field(default_factory=dict)
     _memo: dict[Node, Compiled] = field(default_factory=dict)
     _resolver: Table | None = None
-    _native: exp.Select | None = None
 
     # ---- relations and fields ------------------------------------------------------------------
 
@@ -123,10 +122,11 @@ class Compiler:
         if self.table.kind == "prepared":
             return exp.table_(self.table.name, quoted=True, alias=alias)
         # inlined where it is read, never a CTE: an engine may materialise a CTE read twice, and
-        # the derived relation of a table of millions of rows must stay a projection of it
-        if self._native is None:
-            self._native = native_base(self.table)
-        return exp.Subquery(this=self._native.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        # the derived relation of a table of millions of rows must stay a projection of it. It is
+        # a placeholder until the query is complete: prune_native fills in the fields it reads
+        placeholder = exp.select("_row").from_(exp.table_(self.table.name, quoted=True))
+        placeholder.meta["native_base"] = True
+        return exp.Subquery(this=placeholder, alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
     def ref(self, name: str, alias: str | None = None) -> exp.Expression:
         """A reference to a CTE (or, compiling inline, its query as a subquery)."""
@@ -344,25 +344,23 @@ class Compiler:
         query reads, see :func:`prune_native`)."""
         for name, query in self.ctes.items():
             select = select.with_(name, as_=query)
-        return prune_native(select)
+        return prune_native(select, self.table)
 
 
 _FIELD_RE = re.compile(r"^c\d+_[a-z]+$")
 
 
-def prune_native(tree: exp.Expression) -> exp.Expression:
-    """Keep in each native base relation only the fields the query reads: every field of every
-    column (with the CASE maps of distinct values) would be computed for every row otherwise, and
-    printed into every query."""
+def prune_native(tree: exp.Expression, table: SqlTable) -> exp.Expression:
+    """Fill each native base relation of a compiled query with only the fields the query reads:
+    every field of every column (with the CASE maps of distinct values) would otherwise be built,
+    printed into every query and computed for every row."""
+    if table.kind != "native":
+        return tree
     used = {column.name for column in tree.find_all(exp.Column) if _FIELD_RE.match(column.name)}
-    for select in tree.find_all(exp.Select):
+    base = native_base(table, used)
+    for select in list(tree.find_all(exp.Select)):
         if select.meta.get("native_base"):
-            keep = [
-                p
-                for p in select.expressions
-                if p.alias_or_name in ("_row", "_data") or p.alias_or_name in used
-            ]
-            select.set("expressions", keep)
+            select.set("expressions", [p.copy() for p in base.expressions])
     return tree
 
 
@@ -405,9 +403,10 @@ def all_rows_select(c: Compiler) -> exp.Select:
 # ---- native tables: the base relation ----------------------------------------------------------
 
 
-def native_base(table: SqlTable) -> exp.Select:
-    """The derived relation a native table is read through: ``_row``, ``_data`` and every field of
-    :data:`FIELDS` per column, computed from the database's own columns and types."""
+def native_base(table: SqlTable, fields: set[str] | None = None) -> exp.Select:
+    """The derived relation a native table is read through: ``_row``, ``_data`` and the fields of
+    :data:`FIELDS` per column (all of them, or the ``c<j>_<field>`` names in ``fields``), computed
+    from the database's own columns and types."""
     source = exp.table_(table.name, quoted=True)
     projections: list[exp.Expression] = [exp.alias_(_native_row_key(table), "_row")]
     texts = [native_cell_text(table, j) for j in range(len(table.columns))]
@@ -423,8 +422,16 @@ def native_base(table: SqlTable) -> exp.Select:
     # row is so labelled is not read as all data (that would need a pass over the whole table)
     projections.append(exp.alias_(exp.Not(this=exp.paren(summary.copy())), "_data"))
     for j, text in enumerate(texts):
-        for name, value in native_fields(table, j, text).items():
-            projections.append(exp.alias_(value, column_name(j, name)))
+        wanted = None if fields is None else {n for n in FIELDS if column_name(j, n) in fields}
+        if wanted == set():
+            continue
+        cache = table._cells  # the per-table cache (keys (j, text) hold cells, (j, None) fields)
+        built = cache.get((j, None))  # type: ignore[call-overload]
+        if built is None:
+            built = cache[(j, None)] = native_fields(table, j, text)  # type: ignore[index]
+        for name, value in built.items():  # type: ignore[union-attr]
+            if wanted is None or name in wanted:
+                projections.append(exp.alias_(value.copy(), column_name(j, name)))
     base = exp.select(*projections).from_(source)
     base.meta["native_base"] = True
     return base
@@ -1082,10 +1089,11 @@ def _samerow(c: Compiler, call: Call, args: list[Compiled]) -> Compiled:
     return _bool(c.exists(both, view), args)
 
 
-def base_relation(table: SqlTable) -> exp.Select:
+def base_relation(table: SqlTable, fields: set[str] | None = None) -> exp.Select:
     """The relation every compiled query reads: ``_row``, ``_data`` and the fields of
     :data:`FIELDS` per column (``c0_text``, ``c0_num``...). A prepared table is that relation
-    already; a native table is read through :func:`native_base`."""
+    already; a native table is read through :func:`native_base` (with only ``fields``, the
+    ``c<j>_<field>`` names a query reads, when given)."""
     if table.kind == "prepared":
         return exp.select("*").from_(exp.table_(table.name, quoted=True))
-    return native_base(table)
+    return native_base(table, fields)

@@ -101,7 +101,7 @@ def compile_value(node: Node, table: SqlTable) -> exp.Expression:
     compiled = c.compile(node)
     if isinstance(compiled, View) or compiled.type == "column":
         raise ProgramExecutionError(f"{node} is not a value")
-    return prune_native(_value_expr(c, compiled))
+    return prune_native(_value_expr(c, compiled), table)
 
 
 @dataclass(frozen=True)
