@@ -24,6 +24,10 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/tabverify check $(EXAMPLE) "the game against albany comets was in week 2" || [ $$? -eq 1 ]
 	$(VENV)/bin/tabverify program run $(EXAMPLE) "eq{count{filter_eq{all_rows; opponent; dayton rivers}}; 2}"
 	mkdir -p results
+	$(PY) -c "import duckdb; duckdb.connect('results/league.duckdb').execute(\"CREATE OR REPLACE TABLE games AS SELECT * FROM read_csv('$(EXAMPLE)')\").close()"
+	$(VENV)/bin/tabverify sql results/league.duckdb "SELECT opponent, count(*) AS games FROM games GROUP BY 1 ORDER BY 2 DESC"
+	$(VENV)/bin/tabverify check --db results/league.duckdb --table games --cache results/value-index \
+		"there were 2 games against the dayton rivers"
 	$(VENV)/bin/tabverify crosscheck $(EXAMPLES)/paper.html --source $(EXAMPLES)/cited.tex \
 		--html results/crosscheck.html || [ $$? -eq 1 ]
 	$(VENV)/bin/tabverify coref score $(EXAMPLES)/coref_gold.jsonl $(EXAMPLES)/coref_system.jsonl \
