@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 from sqlglot import exp
 
 from tabverify.database import Database
-from tabverify.database.values import ValueIndex, build_value_index, cached_value_index
+from tabverify.database.values import ColumnValues, ValueIndex, build_value_index, cached_value_index
 from tabverify.errors import ProgramExecutionError
 from tabverify.program.functions import FUNCTIONS, Context
 from tabverify.program.sql import SqlTable, base_relation, compile_view, run_program
@@ -337,6 +337,18 @@ class DatabaseTable:
         return execution.json, frozenset(cells), execution.sql
 
 
+def _unshadowed_row_order(db: Database, sql_table: SqlTable) -> SqlTable:
+    """A native table ordered by the engine's rowid, but with a column of its own named ``rowid``
+    (which hides the engine's): SQLite's rowid is still ``_rowid_`` or ``oid`` when those names are
+    free; otherwise the table has no row order (like a PostgreSQL table without a key) - never the
+    user's column, whose NULLs and repeats would make row keys that are not keys."""
+    names = {c.lower() for c in sql_table.columns}
+    if sql_table.order_by != ("rowid",) or "rowid" not in names:
+        return sql_table
+    alias = next((a for a in ("_rowid_", "oid") if a not in names), None) if db.dialect == "sqlite" else None
+    return replace(sql_table, order_by=(alias,) if alias else ())
+
+
 def open_table(
     db: Database,
     name: str,
@@ -360,21 +372,38 @@ def open_table(
     except Exception:  # noqa: BLE001 - not tabverify's layout: a native table
         sql_table = native_table(db, schema.name)
 
+    if sql_table.kind == "native":
+        sql_table = _unshadowed_row_order(db, sql_table)
+
     def build() -> ValueIndex:
         numeric = tuple(kind in ("number", "date") for kind in sql_table.column_types)
-        return build_value_index(
-            db,
-            base_relation(
-                sql_table, {f"c{j}_{f}" for j in range(len(sql_table.header)) for f in ("text", "num")}
-            ),
-            schema.name,
-            sql_table.header,
-            numeric,
-            progress,
-        )
+        if sql_table.kind == "prepared":
+            fields = {f"c{j}_{f}" for j in range(len(sql_table.header)) for f in ("text", "num")}
+            return build_value_index(
+                db, base_relation(sql_table, fields), schema.name, sql_table.header, numeric, progress
+            )
+        # a native table: one column at a time, through a relation of that column alone (a base of
+        # every column in every query made a wide table's index quadratic: 300 columns took minutes)
+        columns: list[ColumnValues] = []
+        built: ValueIndex | None = None
+        for j, header in enumerate(sql_table.header):
+            base = base_relation(sql_table, {f"c{j}_text", f"c{j}_num"})
+            base.set("expressions", [e for e in base.expressions if e.alias_or_name != "_data"])
+            renamed = exp.select(
+                exp.column("_row"),
+                exp.column(f"c{j}_text").as_("c0_text"),
+                *([exp.column(f"c{j}_num").as_("c0_num")] if numeric[j] else []),
+            ).from_(exp.Subquery(this=base, alias=exp.TableAlias(this=exp.to_identifier("n"))))
+            built = build_value_index(db, renamed, schema.name, (header,), (numeric[j],))
+            columns.extend(built.columns)
+            if progress is not None:
+                progress(j + 1, len(sql_table.header))
+        if built is None:
+            return build_value_index(db, base_relation(sql_table, set()), schema.name, (), (), progress)
+        return replace(built, columns=tuple(columns))
 
     n_rows = schema.row_count if schema.row_count is not None else -1
     index = cached_value_index(db, schema.name, n_rows, build, cache_dir)[0] if cache else build()
     if sql_table.kind == "native":
-        sql_table = native_table(db, schema.name, distinct=index.distinct_texts())
+        sql_table = _unshadowed_row_order(db, native_table(db, schema.name, distinct=index.distinct_texts()))
     return DatabaseTable(db, sql_table, index, python_rows=min(python_rows, MATERIALIZE))
