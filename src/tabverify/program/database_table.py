@@ -39,6 +39,11 @@ SEARCH_MILLISECONDS = 3000
 """Default time bound of the program search over a database table (``SearchLimits.max_milliseconds``):
 the search keeps the programs found so far and the verdict says the bound cut it."""
 
+# functions that read rows in table order: refused on a table that has none
+_ORDERED = frozenset(
+    {"first", "second", "third", "fourth", "fifth", "last", "hop", "num_hop", "str_hop", "before", "after"}
+)
+
 # functions of a view that read nothing but its size: Python answers them from the count
 _COUNTED = frozenset({"count", "only", "several", "zero", "none", "half", "one_third"})
 
@@ -262,6 +267,12 @@ class DatabaseTable:
     def run_function(self, name: str, args: Sequence[object]) -> object:
         """Apply a function whose arguments include a view: in SQL, or from the view's row count.
         Returns :data:`NotImplemented` for functions Python computes from values alone."""
+        if name in _ORDERED and not self.sql_table.ordered:
+            # refused here too, not only when compiled: a small view computed in Python would
+            # otherwise find a program that the SQL evidence then refuses
+            raise ProgramExecutionError(
+                f"{name} needs the table's row order, and {self.name!r} has none: give the table a primary key"
+            )
         views = [a for a in args if isinstance(a, SqlView)]
         if not views:
             return NotImplemented
