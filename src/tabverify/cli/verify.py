@@ -126,6 +126,7 @@ def check(
     if db is not None:
         if not table_name:
             fail("--db needs --table NAME: the database table to check the statements against")
+        _cache_folder(cache)
         with input_errors():
             database = connect(db)
             table: Table | DatabaseTable = open_table(database, table_name, cache_dir=cache)
@@ -209,6 +210,7 @@ def program_run(
             fail("--engine is for a TABLE file; with --db the program runs in the database's own engine")
         if not table_name:
             fail("--db needs --table NAME: the database table to run the program on")
+        _cache_folder(cache)
         with input_errors():
             database = connect(db)
             table = open_table(database, table_name, cache_dir=cache)
@@ -239,6 +241,12 @@ def program_run(
     if execution.evidence:
         print_evidence(loaded, set(execution.evidence))
     print(clean(execution.display))
+
+
+def _cache_folder(cache: Path | None) -> None:
+    """Refuse a --cache that exists and is not a folder (the value index would never be kept)."""
+    if cache is not None and cache.exists() and not cache.is_dir():
+        fail(f"--cache {cache}: not a folder; name a folder for the value index (it is created if missing)")
 
 
 def print_database_evidence(table: DatabaseTable, evidence: tuple[CellRef, ...], limit: int = 20) -> None:

@@ -256,7 +256,25 @@ class Compiler:
     def values_match(self, a: Value, b: Value) -> M:
         return self.relation(a, b, values_match, self._values_match_sql)
 
+    def integer_test(self, a: Value, b: Value) -> M:
+        """``values_match`` of a cell of a native integer column and a literal whole number, as
+        the one comparison it comes to (the texts of two whole numbers match exactly when their
+        values are equal); None when the pair is not of that kind."""
+        for cell, other in ((a, b), (b, a)):
+            if (
+                cell.type == "cell"
+                and other.type == "const"
+                and self.table.kind == "native"
+                and native_kind(self.table.sql_types[cell.column]) == ("number", 0)
+                and _WHOLE_NUMBER.fullmatch(str(other.py).strip())
+            ):
+                return x.eq(self.field(cell, "num"), float(str(other.py).strip()))
+        return None
+
     def _values_match_sql(self, a: Value, b: Value) -> M:
+        shortcut = self.integer_test(a, b)
+        if shortcut is not None:
+            return shortcut
         texty = a.type in ("const", "cell", "text") and b.type in ("const", "cell", "text")
         return x.or_(
             x.and_(texty, self._text_match_sql(a, b)) if texty else False,
@@ -346,6 +364,8 @@ class Compiler:
             select = select.with_(name, as_=query)
         return prune_native(select, self.table)
 
+
+_WHOLE_NUMBER = re.compile(r"-?\d{1,15}")
 
 _FIELD_RE = re.compile(r"^c\d+_[a-z]+$")
 
@@ -653,6 +673,9 @@ for _t in _TESTS:
 
 def _filter_eq_where(c: Compiler, view: View, column: int, value: Value) -> M:
     cell = _row_value(column)
+    shortcut = c.integer_test(cell, value)
+    if shortcut is not None:
+        return shortcut  # exact and loose matches are the same rows: no exact-match preference
     exact = c.exact(cell, value)
     match = c.values_match(cell, value)
     if (x.known(exact) and not exact) or (not x.known(exact) and not x.known(match) and exact == match):
