@@ -80,7 +80,9 @@ def statements(path: Path) -> list[tuple[str, bool]]:
         top = int(one(f"SELECT max(attendance) FROM matches WHERE home_team = '{team}'"))  # type: ignore[arg-type]
         low = int(one(f"SELECT min(attendance) FROM matches WHERE away_team = '{team}'"))  # type: ignore[arg-type]
         goals = int(one(f"SELECT sum(home_goals) FROM matches WHERE home_team = '{team}'"))  # type: ignore[arg-type]
-        referee = str(one("SELECT referee FROM matches GROUP BY referee ORDER BY count(*) DESC, min(rowid) LIMIT 1"))
+        referee = str(
+            one("SELECT referee FROM matches GROUP BY referee ORDER BY count(*) DESC, min(rowid) LIMIT 1")
+        )
         first_home = str(one("SELECT home_team FROM matches ORDER BY rowid LIMIT 1"))
         best_home = str(one("SELECT home_team FROM matches ORDER BY attendance DESC, rowid LIMIT 1"))
         flip = k % 2 == 1  # every other statement is made false
@@ -122,13 +124,16 @@ def load_postgres(duckdb_path: Path, work: Path):  # -> (server, reader_url)
     return server, server.reader_url
 
 
-def measure(target: str, cache: Path, cases: list[tuple[str, bool]]) -> dict[str, object]:
+def measure(target: str, cache: Path, cases: list[tuple[str, bool]], search_ms: int) -> dict[str, object]:
     """Open the table (building its value index), verify every statement, report times."""
     from tabverify.database import connect
     from tabverify.program.database_table import open_table
+    from tabverify.program.search import SearchLimits
     from tabverify.verify import TableVerifier
 
-    verifier = TableVerifier()
+    verifier = (
+        TableVerifier(limits=SearchLimits(max_milliseconds=search_ms)) if search_ms else TableVerifier()
+    )
     started = time.perf_counter()
     db = connect(target)
     table = open_table(db, "matches", cache_dir=cache)
@@ -144,11 +149,15 @@ def measure(target: str, cache: Path, cases: list[tuple[str, bool]]) -> dict[str
         right += verdict.entailed == label
         cut += bool(verdict.limits)
         queries += len(verdict.trace)
-        print(f"  {times[-1]:6.2f} s  {verdict.label.value:9} {'ok ' if verdict.entailed == label else 'err'} {statement}", flush=True)
+        print(
+            f"  {times[-1]:6.2f} s  {verdict.label.value:9} {'ok ' if verdict.entailed == label else 'err'} {statement}",
+            flush=True,
+        )
     db.close()
     times.sort()
     return {
         "rows": table.n_rows,
+        "search_ms": search_ms,
         "statements": len(cases),
         "value_index_s": round(index_s, 2),
         "linking_index_s": round(link_index_s, 2),
@@ -163,11 +172,22 @@ def measure(target: str, cache: Path, cases: list[tuple[str, bool]]) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--engine", choices=("duckdb", "postgres", "both"), default="both")
-    parser.add_argument("--work", type=Path, help="folder for the generated database [default: a temporary one]")
+    parser.add_argument(
+        "--work", type=Path, help="folder for the generated database [default: a temporary one]"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--search-ms",
+        type=int,
+        default=0,
+        help="time bound of one search (SearchLimits.max_milliseconds) [default: the verifier's, 1500 ms on "
+        "a table this large]",
+    )
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="tabverify-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -181,7 +201,7 @@ def main() -> None:
     results: dict[str, object] = {}
     if args.engine in ("duckdb", "both"):
         print("duckdb:")
-        results["duckdb"] = measure(str(path), work / "cache-duckdb", cases)
+        results["duckdb"] = measure(str(path), work / "cache-duckdb", cases, args.search_ms)
         print(json.dumps(results["duckdb"], indent=2))
     if args.engine in ("postgres", "both"):
         from tests.postgres import stop_server
@@ -190,7 +210,7 @@ def main() -> None:
         server, url = load_postgres(path, work)
         print(f"postgres: loaded in {time.perf_counter() - started:.1f} s")
         try:
-            results["postgres"] = measure(url, work / "cache-postgres", cases)
+            results["postgres"] = measure(url, work / "cache-postgres", cases, args.search_ms)
         finally:
             stop_server(server)
         print(json.dumps(results["postgres"], indent=2))
