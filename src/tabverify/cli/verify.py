@@ -27,6 +27,27 @@ program_app = typer.Typer(
 )
 
 
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="TARGET",
+        help="A table of a database instead of a TABLE file: a DuckDB or SQLite file, a Parquet/CSV file "
+        "or folder, or a postgresql:// URL (give --table)",
+    ),
+]
+TableNameOption = Annotated[
+    str | None, typer.Option("--table", metavar="NAME", help="The database table (with --db)")
+]
+CacheOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="DIR",
+        help="Folder for the database table's value index (with --db) [default: $TABVERIFY_CACHE or "
+        "~/.cache/tabverify]",
+    ),
+]
+
+
 def load(path: Path, caption: str = "") -> Table:
     """The table at ``path``, or exit 2 with the reader's message."""
     try:
@@ -79,24 +100,9 @@ def check(
         list[str] | None,
         typer.Argument(metavar="STATEMENT", help="One or more statements to check", show_default=False),
     ] = None,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            metavar="TARGET",
-            help="Check against a table of a database instead of a file: a DuckDB or SQLite file, a "
-            "Parquet/CSV file or folder, or a postgresql:// URL (give --table)",
-        ),
-    ] = None,
-    table_name: Annotated[
-        str | None, typer.Option("--table", metavar="NAME", help="The database table (with --db)")
-    ] = None,
-    cache: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR",
-            help="Folder for the database table's value index [default: $TABVERIFY_CACHE or ~/.cache/tabverify]",
-        ),
-    ] = None,
+    db: DbOption = None,
+    table_name: TableNameOption = None,
+    cache: CacheOption = None,
     caption: Annotated[
         str, typer.Option(metavar="TEXT", help="The table's caption (context for the statement)")
     ] = "",
@@ -187,17 +193,9 @@ def program_run(
             "program runs as one SQL query",
         ),
     ] = "memory",
-    db: Annotated[
-        str | None,
-        typer.Option(metavar="TARGET", help="Run on a table of a database (give --table); no TABLE file"),
-    ] = None,
-    table_name: Annotated[
-        str | None, typer.Option("--table", metavar="NAME", help="The database table (with --db)")
-    ] = None,
-    cache: Annotated[
-        Path | None,
-        typer.Option(metavar="DIR", help="Folder for the database table's value index (with --db)"),
-    ] = None,
+    db: DbOption = None,
+    table_name: TableNameOption = None,
+    cache: CacheOption = None,
 ) -> None:
     """Execute a program on a table; its value is printed on the last line (with SQL engines, the
     query is printed before it)."""

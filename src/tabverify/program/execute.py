@@ -24,17 +24,23 @@ class Execution:
 
     @property
     def display(self) -> str:
-        """The value as users see it: True/False for booleans, the text of cells, rows for views."""
-        if isinstance(self.value, bool):
-            return str(self.value)
-        if isinstance(self.value, tuple):
-            return f"rows {', '.join(str(r + 1) for r in self.value)}"
-        return text_of(self.value)
+        """The value as users see it (:func:`display_value`)."""
+        return display_value(self.value)
 
     @property
     def json(self) -> JsonValue:
         """The value for JSON output (see :func:`json_value`)."""
         return json_value(self.value)
+
+
+def display_value(value: object) -> str:
+    """A program value as users see it: True/False for booleans, the text of cells and numbers,
+    ``rows 1, 2`` (1-based) for views."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, tuple):
+        return f"rows {', '.join(str(r + 1) for r in value)}"
+    return text_of(value)
 
 
 def json_value(value: object) -> JsonValue:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from tabverify.errors import ProgramExecutionError
-from tabverify.program.execute import JsonValue, json_value
+from tabverify.program.execute import JsonValue, display_value, json_value
 from tabverify.program.sql import expr as x
 from tabverify.program.sql.compiler import Compiled, Compiler, Value, View, prune_native
 from tabverify.program.sql.table import DatabaseLike, SqlTable
@@ -122,11 +122,7 @@ class SqlExecution:
     @property
     def display(self) -> str:
         """The value as users see it (as :attr:`Execution.display`)."""
-        if isinstance(self.value, bool):
-            return str(self.value)
-        if isinstance(self.value, tuple):
-            return f"rows {', '.join(str(r + 1) for r in self.value)}"
-        return text_of(self.value)
+        return display_value(self.value)
 
 
 def decode(compiled: CompiledProgram, rows: list[tuple]) -> object:
