@@ -142,6 +142,36 @@ def test_verdict_names_its_sql_source_trace_and_native_cells(verifier, tmp_path)
         assert table.row_texts([key])[key][1] == "mary jones"
 
 
+def test_queries_of_a_time_bounded_search_get_only_the_time_left(tmp_path, monkeypatch):
+    import time
+
+    from tabverify.program import database_table
+
+    path = native_sqlite(tmp_path / "votes.sqlite")
+    with connect(path) as db:
+        table = open_table(db, "election", cache_dir=tmp_path / "cache")
+        assert table.query_timeout() == database_table.QUERY_TIMEOUT_S  # no search running
+        table.deadline = time.monotonic() + 1.0
+        assert 0.5 < table.query_timeout() <= 1.0
+        table.deadline = time.monotonic() - 5  # spent: the floor, never zero or negative
+        assert table.query_timeout() == database_table.MIN_QUERY_S
+        table.deadline = 0.0
+        seen: list[float] = []
+        original = db.query
+
+        def spy(sql, **kwargs):
+            seen.append(kwargs["timeout_s"])
+            return original(sql, **kwargs)
+
+        monkeypatch.setattr(db, "query", spy)
+        TableVerifier(limits=SearchLimits(max_milliseconds=2000)).verify(
+            "mary jones was first elected in 1986", table
+        )
+        # the search's queries run under its 2 s bound; the evidence query after it gets the full limit
+        assert seen and min(seen) <= 2.0 and seen[-1] == database_table.QUERY_TIMEOUT_S
+        assert table.deadline == 0.0
+
+
 def test_value_index_is_cached_reused_and_rebuilt_when_the_file_changes(tmp_path, monkeypatch):
     import tabverify.program.database_table as module
 

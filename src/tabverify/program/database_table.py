@@ -35,6 +35,8 @@ QUERY_TIMEOUT_S = 20.0
 """Longest one query of a search may run; a query that runs longer fails like a function that
 cannot compute (the program is not a candidate) and the verdict's trace shows it."""
 
+MIN_QUERY_S = 0.2
+"""The shortest time limit a query of a time-bounded search gets."""
 SEARCH_MILLISECONDS = 3000
 """Default time bound of the program search over a database table (``SearchLimits.max_milliseconds``):
 the search keeps the programs found so far and the verdict says the bound cut it."""
@@ -134,6 +136,8 @@ class DatabaseTable:
         python_rows: a function of views of at most this many rows (at most :data:`MATERIALIZE`)
             reads those rows once and computes in Python, exactly as the in-memory executor; 0
             computes every function in SQL.
+        deadline: ``time.monotonic()`` when the running search's time bound is spent (0: none);
+            queries get only the time left, so one slow query cannot overrun the bound.
         trace: every query run for it so far, as ``(sql, rows returned, seconds, error)`` (the
             verifier takes each statement's share).
     """
@@ -143,6 +147,7 @@ class DatabaseTable:
     index: ValueIndex
     caption: str = ""
     python_rows: int = MATERIALIZE
+    deadline: float = 0.0
     trace: list[tuple[str, int | None, float, str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -200,13 +205,20 @@ class DatabaseTable:
 
     # ---- queries -------------------------------------------------------------------------------
 
+    def query_timeout(self) -> float:
+        """The time limit of the next query: :data:`QUERY_TIMEOUT_S`, or what is left of
+        :attr:`deadline` (at least :data:`MIN_QUERY_S`) while a time-bounded search runs."""
+        if not self.deadline:
+            return QUERY_TIMEOUT_S
+        return min(QUERY_TIMEOUT_S, max(MIN_QUERY_S, self.deadline - time.monotonic()))
+
     def select(self, query: exp.Expression, max_rows: int) -> list[tuple[object, ...]]:
         """Run a query through the safe layer, recording it in :attr:`trace`.
 
         Raises:
             ProgramExecutionError: the query failed (the message says why).
         """
-        result = self.db.query(query, max_rows=max_rows, max_bytes=50_000_000, timeout_s=QUERY_TIMEOUT_S)
+        result = self.db.query(query, max_rows=max_rows, max_bytes=50_000_000, timeout_s=self.query_timeout())
         self.trace.append((result.sql, len(result.rows), result.elapsed_s, result.error))
         if not result.ok:
             raise ProgramExecutionError(f"the query failed: {result.error}")
@@ -240,10 +252,11 @@ class DatabaseTable:
             return found
         started = time.perf_counter()
         try:
-            execution = run_program(node, self.db, self.sql_table, timeout_s=QUERY_TIMEOUT_S)
+            execution = run_program(node, self.db, self.sql_table, timeout_s=self.query_timeout())
         except ProgramExecutionError as exc:
             self.trace.append((key, None, time.perf_counter() - started, str(exc)))
-            self._values[key] = exc
+            if "timeout" not in str(exc):  # a query cut by the search's time bound may run later
+                self._values[key] = exc
             raise
         self.trace.append((execution.sql, 1, time.perf_counter() - started, None))
         self._values[key] = execution.value

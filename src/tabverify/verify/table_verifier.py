@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -77,7 +78,15 @@ class TableVerifier:
             )
         # a database table links through its value index, never by reading its rows
         linking = link(statement, table, getattr(table, "linking_index", None))
-        found = search(table, linking, self._limits_for(table))
+        limits = self._limits_for(table)
+        if isinstance(table, DatabaseTable) and limits.max_milliseconds:
+            # queries get only the time the search has left (see DatabaseTable.query_timeout)
+            table.deadline = time.monotonic() + limits.max_milliseconds / 1000
+        try:
+            found = search(table, linking, limits)
+        finally:
+            if isinstance(table, DatabaseTable):
+                table.deadline = 0.0
         if not found.candidates:
             return Ranking(linking, [], np.zeros(0), found.cut)
         scores = self.ranker.score(linking, found.candidates, table)
