@@ -155,6 +155,9 @@ def test_queries_of_a_time_bounded_search_get_only_the_time_left(tmp_path, monke
         assert 0.5 < table.query_timeout() <= 1.0
         table.deadline = time.monotonic() - 5  # spent: the floor, never zero or negative
         assert table.query_timeout() == database_table.MIN_QUERY_S
+        table.deadline = time.monotonic() - 5
+        assert table.data_row_indices.count == len(NATIVE_ROWS)  # counted with the full limit all the same
+        assert table.deadline < time.monotonic()  # and the bound is back afterwards
         table.deadline = 0.0
         seen: list[float] = []
         original = db.query

@@ -195,8 +195,13 @@ class DatabaseTable:
 
     @cached_property
     def data_row_indices(self) -> SqlView:
-        """The data rows (all rows but "total" summaries) as a view."""
-        return self.view(AllRows())
+        """The data rows (all rows but "total" summaries) as a view. Counted with the full query
+        time limit even inside a time-bounded search: every program starts from it."""
+        deadline, self.deadline = self.deadline, 0.0
+        try:
+            return self.view(AllRows())
+        finally:
+            self.deadline = deadline
 
     def row_texts(self, keys: Sequence[int]) -> dict[int, list[str]]:
         """The cell texts of the rows with these keys (one query)."""
