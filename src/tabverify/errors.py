@@ -46,3 +46,8 @@ class DatabaseError(TabverifyError):
 class UnsafeQueryError(DatabaseError):
     """A query was refused because it could change data or settings, read files, or is not exactly
     one read-only statement."""
+
+
+class LlmError(TabverifyError):
+    """A model server could not be used: unreachable, refused the request, unknown model, or kept
+    answering with something that is not a chat completion."""
