@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +26,19 @@ from tabverify.claimdb.build import (
     Pair,
     build,
     composition,
+    generate,
     get_encoder,
+    judge,
     nei_threshold,
     prefilter,
     rank_nei,
     read_pairs,
 )
 from tabverify.claimdb.claims import read_claims
-from tabverify.errors import DatasetError, ModelError
+from tabverify.errors import DatasetError, LlmError, ModelError
+from tabverify.llm.client import ChatClient, LlmConfig
 from tabverify.verify.verdict import Label, NeiSubtype
+from tests.llm_server import LlmServer, Reply, text
 
 # ---- a small BIRD-layout database ----------------------------------------------------------------
 
@@ -438,3 +444,248 @@ def test_built_claim_record_round_trip_and_claimdb_reader(tmp_path: Path) -> Non
     claims, problems = read_claims(path)  # the ClaimDB reader accepts the built file
     assert problems == [] and [c.label for c in claims] == [Label.REFUTED, Label.NOT_ENOUGH_INFO]
     assert claims[1].category is NeiSubtype.OUT_OF_SCHEMA
+
+
+# ---- stages (b) and (c) against a real HTTP chat server ------------------------------------------
+# The shared stand-in server (tests/llm_server.py) plays scripted generator and judge models over real
+# HTTP; the pipeline talks to it through the real ChatClient.
+
+
+def client(server: LlmServer, model: str) -> ChatClient:
+    return ChatClient(LlmConfig(server.url, model, timeout_s=5.0, max_retries=0, backoff_s=0.0))
+
+
+def _prompt(request: dict) -> str:
+    return request["messages"][-1]["content"]
+
+
+def scripted_generator(request: dict) -> dict:
+    """Claims made from the prompt's question and first answer value; garbage for one question."""
+    prompt = _prompt(request)
+    question = re.search(r"Question: (.*)", prompt).group(1)  # type: ignore[union-attr]
+    value = prompt.split("):\n", 1)[1].splitlines()[1].split(" | ")[0]
+    subject = question.rstrip("?")
+    if "window" in subject:
+        return text("Sorry, I cannot write claims about that.")
+    if "ENTAILS" in prompt:
+        entailed = [
+            f"The figure asked for in {subject} is {value}.",
+            f"Indeed {subject} comes out at {value}.",
+        ]
+        return text(json.dumps({"claims": entailed}))
+    if "CONTRADICTS" in prompt:
+        claims = [
+            f"The figure asked for in {subject} is not {value}.",
+            f"The players.team_id of {subject} is 0.",
+        ]
+        return text("Here you go:\n```json\n" + json.dumps({"claims": claims}) + "\n```")
+    return text(json.dumps({"claims": [
+        {"category": "OUT-OF-SCHEMA", "claim": f"The coach chose {value} for {subject} because of the weather."},
+        {"category": "counterfactual", "claim": f"If the season had been longer, {subject} would differ."},
+        {"category": "SUBJECTIVE", "claim": f"The answer {value} to {subject} is the most impressive one."},
+        {"category": "ASTROLOGICAL", "claim": f"The stars favoured {subject}."},
+    ]}))  # fmt: skip
+
+
+def _claim_of(request: dict) -> tuple[str, str]:
+    prompt = _prompt(request)
+    claim = re.search(r"^Claim: (.*)$", prompt, re.M).group(1)  # type: ignore[union-attr]
+    label = re.search(r"^Given label: (.*)$", prompt, re.M).group(1)  # type: ignore[union-attr]
+    return claim, label
+
+
+def _keys(request: dict) -> list[str]:
+    return re.findall(r"^- (\w+): ", _prompt(request), re.M)
+
+
+def judge_yes(request: dict) -> dict:
+    """Says yes to everything (JSON)."""
+    return text(json.dumps({key: "yes" for key in _keys(request)} | {"note": "fine"}))
+
+
+def judge_strict(request: dict) -> dict:
+    """Says no to schema identifiers and to every counterfactual claim's label."""
+    claim, label = _claim_of(request)
+    answers = {key: True for key in _keys(request)}
+    if "team_id" in claim:
+        answers["no_schema_leak"] = False
+    if "COUNTERFACTUAL" in label:
+        answers["label_correct"] = False
+    return text("```json\n" + json.dumps(answers) + "\n```")
+
+
+def judge_garbled(request: dict) -> dict:
+    """Answers in ``key: yes`` lines, except garbage about the claims from the 'order' question."""
+    claim, _label = _claim_of(request)
+    if "question order" in claim:
+        return text("¯\\_(ツ)_/¯ no idea")
+    return text("\n".join(f"{key}: yes" for key in _keys(request)))
+
+
+def _pairs_file(tmp_path: Path, ids: tuple[str, ...]) -> Path:
+    path = tmp_path / "pairs.jsonl"
+    chosen = [p for p in pairs_of() if p.pair_id in ids]
+    path.write_text("\n".join(json.dumps({"question_id": p.pair_id, "question": p.question, "SQL": p.sql,
+                                          "db_id": p.db_id, "evidence": p.evidence}) for p in chosen) + "\n",
+                    encoding="utf-8")  # fmt: skip
+    return path
+
+
+def _down(request: dict) -> Reply:
+    return Reply(status=503, body={"error": {"message": "scripted outage"}})
+
+
+@pytest.fixture
+def chat_server() -> Iterator[LlmServer]:
+    models = {"gen": scripted_generator, "yes": judge_yes, "strict": judge_strict, "garbled": judge_garbled,
+              "down": _down}  # fmt: skip
+    with LlmServer(models) as server:  # type: ignore[arg-type]
+        yield server
+
+
+def test_generate_over_http(dbs_dir: Path, chat_server: LlmServer) -> None:
+    kept, _ = prefilter([p for p in pairs_of() if p.pair_id in ("count", "window", "max")], dbs_dir)
+    schemas = {"league": "teams(id INTEGER PK, name TEXT, city TEXT)\nplayers(...)"}
+    seen: list[str] = []
+    claims, problems = generate(kept, client(chat_server, "gen"), schemas=schemas,
+                                on_pair=lambda k, c, p: seen.append(k.pair.pair_id))  # fmt: skip
+    assert seen == ["count", "max", "window"]
+    by_id = {c.claim_id: c for c in claims}
+    assert list(by_id) == [f"{pid}-{code}" for pid in ("count", "max")
+                           for code in ("E1", "E2", "C1", "C2", "N1", "N2", "N3")]  # fmt: skip
+    assert by_id["count-E1"].claim == "The figure asked for in question count is 10."
+    assert by_id["count-E1"].label is Label.ENTAILED and by_id["count-C2"].label is Label.REFUTED
+    assert [by_id[f"max-N{i}"].category for i in (1, 2, 3)] == [
+        NeiSubtype.OUT_OF_SCHEMA, NeiSubtype.COUNTERFACTUAL, NeiSubtype.SUBJECTIVE]  # fmt: skip
+    first = by_id["count-N1"]
+    assert (first.extra_info, first.question, first.rows, first.generator) == ("hint count", "question count?",
+                                                                                ((10,),), "gen")  # fmt: skip
+    # the garbage replies and the unknown NEI subtype are recorded, not fatal
+    assert sorted((p.pair_id, p.kind) for p in problems) == [
+        ("count", "nei"), ("max", "nei"), ("window", "contradicted"), ("window", "entailed"), ("window", "nei")]  # fmt: skip
+    garbage = next(p for p in problems if p.pair_id == "window" and p.kind == "entailed")
+    assert garbage.message == "no claims could be read from the reply" and "Sorry" in garbage.reply
+    # E/C requests carry one worked example (a previous turn); NEI requests are zero-shot with the schema
+    requests = [r for r in chat_server.chats() if "Question: question count?" in _prompt(r)]
+    assert [len(r["messages"]) for r in requests] == [4, 4, 2]
+    assert (
+        requests[0]["messages"][2]["role"] == "assistant"
+        and "Alameda" in requests[0]["messages"][1]["content"]
+    )
+    assert "teams(id INTEGER PK" in _prompt(requests[2]) and "teams(" not in _prompt(requests[0])
+    assert all(r["temperature"] == 0 for r in requests)
+    # several workers: the same claims in the same order
+    again, _ = generate(kept, client(chat_server, "gen"), schemas=schemas, workers=3)
+    assert again == claims
+    # a failing server: every request recorded as a failed call
+    claims, problems = generate(kept[:1], client(chat_server, "down"), schemas=schemas)
+    assert claims == [] and [p.kind for p in problems] == ["entailed", "contradicted", "nei"]
+    assert all(p.message.startswith("the model call failed") and "503" in p.message for p in problems)
+
+
+def test_judge_over_http(dbs_dir: Path, chat_server: LlmServer) -> None:
+    kept, _ = prefilter([p for p in pairs_of() if p.pair_id in ("order", "count")], dbs_dir)
+    claims, _ = generate(kept, client(chat_server, "gen"))
+    panel = [client(chat_server, name) for name in ("yes", "strict", "garbled")]
+    results = judge(claims, panel, schemas={"league": "teams(id, name, city)"})
+    assert [r.claim for r in results] == claims  # every claim, in order
+    verdicts = {r.claim.claim_id: {v.judge: v for v in r.verdicts} for r in results}
+    assert all(list(v) == ["yes", "strict", "garbled"] for v in verdicts.values())
+    kept_ids = {r.claim.claim_id for r in results if r.kept}
+    assert kept_ids == {"count-E1", "count-E2", "count-C1", "count-N1", "count-N3"}
+    # the strict judge's "no" answers, recorded per question
+    assert verdicts["count-C2"]["strict"].answers == {"label_correct": True, "self_contained": True,
+                                                       "no_schema_leak": False}  # fmt: skip
+    assert verdicts["count-C2"]["strict"].failed == ("no_schema_leak",)
+    assert verdicts["count-N2"]["strict"].failed == ("label_correct",)
+    assert set(verdicts["count-N2"]["yes"].answers) == {"label_correct", "self_contained", "subtype_correct",
+                                                        "no_schema_leak"}  # fmt: skip
+    # the garbled judge: "key: yes" lines read, garbage is an unparseable verdict that drops the claim
+    assert verdicts["count-E1"]["garbled"].passed
+    garbled = verdicts["order-E1"]["garbled"]
+    assert not garbled.passed and garbled.problem == "unparseable verdict" and "no idea" in garbled.reply
+    assert verdicts["order-E1"]["yes"].passed and verdicts["order-E1"]["strict"].passed
+    # a judge that cannot be reached drops everything, with the error recorded
+    down = judge(claims[:2], {"down": client(chat_server, "down")})
+    assert not any(r.kept for r in down)
+    assert down[0].verdicts[0].problem.startswith("the judge call failed")
+    with pytest.raises(ValueError):
+        judge(claims, [])
+
+
+def test_build_end_to_end_over_http(tmp_path: Path, dbs_dir: Path, chat_server: LlmServer) -> None:
+    pairs_path = _pairs_file(tmp_path, ("order", "count", "max", "window", "none", "many"))
+    out = tmp_path / "out"
+    judges = {"yes": client(chat_server, "yes"), "strict": client(chat_server, "strict"),
+              "garbled": client(chat_server, "garbled")}  # fmt: skip
+    report = build(
+        pairs_path, dbs_dir, out, generator=client(chat_server, "gen"), judges=judges, workers=2
+    ).to_dict()
+    assert report["prefilter"]["kept"] == 4
+    assert report["prefilter"]["dropped_by_reason"] == {"no_composition": 1, "too_many_rows": 1}
+    assert report["generation"]["claims"] == 21 and report["generation"]["problems"] == 6
+    judging = report["judging"]
+    assert judging["claims"] == 21 and judging["kept"] == 10
+    assert judging["per_judge"]["yes"]["drops"] == 0
+    assert judging["per_judge"]["strict"]["drops"] == 6
+    assert judging["per_judge"]["strict"]["no_by_question"] == {"label_correct": 3, "no_schema_leak": 3}
+    assert judging["per_judge"]["garbled"] == {
+        "drops": 7,
+        "unparseable": 7,
+        "errors": 0,
+        "no_by_question": {},
+    }
+    ranking = report["nei_ranking"]
+    assert (ranking["nei_claims"], ranking["kept"], ranking["encoder"]) == (4, 1, "lexical")
+    claims, problems = read_claims(out / "claims.jsonl")
+    assert (
+        problems == [] and len(claims) == report["claims"]["total"] == 6 + 1
+    )  # E/C kept + a quarter of 4 NEI
+    records = [json.loads(line) for line in (out / "claims.jsonl").read_text(encoding="utf-8").splitlines()]
+    nei = [r for r in records if r["label"] == "NOT ENOUGH INFO"]
+    assert len(nei) == 1 and nei[0]["similarity"] == ranking["threshold"]
+    assert {r["source_id"] for r in records} == {"count", "max"}
+    assert all(r["source_sql"] and r["source_answer"]["rows"] for r in records)
+    for name in ("prefilter.jsonl", "generated.jsonl", "judged.jsonl", "nei_ranked.jsonl", "report.json"):
+        assert (out / name).is_file()
+    # resuming makes no request and gives the same files
+    count = len(chat_server.chats())
+    claims_text = (out / "claims.jsonl").read_text(encoding="utf-8")
+    again = build(pairs_path, dbs_dir, out, generator=client(chat_server, "gen"), judges=judges).to_dict()
+    assert len(chat_server.chats()) == count and again == report
+    assert (out / "claims.jsonl").read_text(encoding="utf-8") == claims_text
+    # another judge panel on resume is refused
+    with pytest.raises(DatasetError, match="judge stage"):
+        build(pairs_path, dbs_dir, out, generator=client(chat_server, "gen"), judges={"yes": judges["yes"]})
+
+
+def test_failed_calls_stop_the_stage_and_are_retried_on_resume(
+    tmp_path: Path, dbs_dir: Path, chat_server: LlmServer
+) -> None:
+    state = {"down": True}
+
+    def outage(request: dict) -> dict | Reply:
+        return _down(request) if state["down"] else scripted_generator(request)
+
+    chat_server.models["outage"] = outage
+    kept, _ = prefilter([p for p in pairs_of() if p.pair_id in ("count", "max", "order")], dbs_dir)
+    # three failed calls in a row stop generation with one LlmError; no further requests are sent
+    before = len(chat_server.chats())
+    with pytest.raises(LlmError, match="3 generation calls in a row failed"):
+        generate(kept, client(chat_server, "outage"), stop_after_failures=3)
+    assert len(chat_server.chats()) - before == 3
+    with pytest.raises(LlmError, match="judge down"):
+        judge([OTHER] * 5, {"down": client(chat_server, "down")}, stop_after_failures=2)
+    with pytest.raises(ValueError):
+        generate(kept, client(chat_server, "gen"), stop_after_failures=0)
+    # a build during the outage records the failures; the next run generates those pairs again
+    pairs_path = _pairs_file(tmp_path, ("count", "max"))
+    out = tmp_path / "out"
+    first = build(pairs_path, dbs_dir, out, generator=client(chat_server, "outage"), stop_after_failures=None)
+    assert first.to_dict()["generation"]["claims"] == 0
+    assert first.to_dict()["generation"]["problems_by_kind"]["entailed: the model call failed"] == 2
+    state["down"] = False
+    second = build(pairs_path, dbs_dir, out, generator=client(chat_server, "outage")).to_dict()
+    assert second["generation"]["claims"] == 14 and second["generation"]["problems"] == 2
+    assert second["judging"] == {"skipped": "no judges given: the claims are NOT quality-checked"}
+    assert second["claims"]["by_label"]["ENTAILED"] == 4

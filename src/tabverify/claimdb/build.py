@@ -23,7 +23,6 @@ the client's temperature defaults to 0). Chat clients are anything with the
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import math
@@ -680,7 +679,7 @@ def _prefilter_one(
         reason = {"timeout": "timeout", "refused": "refused"}.get(result.error_kind or "", "sql_error")
         return Dropped(pair, reason, result.error or "", found.criteria)
     if result.truncated:
-        if len(result.rows) >= max_rows:
+        if len(result.rows) >= max_rows or (result.total_rows or 0) > max_rows:
             total = f"{result.total_rows:,}" if result.total_rows is not None else f"more than {max_rows}"
             return Dropped(pair, "too_many_rows", f"{total} rows (limit {max_rows})", found.criteria)
         return Dropped(pair, "answer_too_large", f"over {MAX_ANSWER_BYTES:,} bytes in {len(result.rows)} rows",
@@ -833,6 +832,44 @@ def _json_candidates(text: str) -> Iterator[object]:
             index = end
 
 
+CALL_FAILED = "the model call failed"
+JUDGE_CALL_FAILED = "the judge call failed"
+
+
+class _FailureGuard:
+    """Counts model calls that failed in a row (over all threads) and stops the stage with an
+    LlmError after ``limit`` of them: a wrong URL or a dead server should not turn every pair into
+    a recorded failure. None: never stop."""
+
+    def __init__(self, limit: int | None, what: str):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"stop_after_failures must be a positive integer or None, got {limit!r}")
+        self.limit = limit
+        self.what = what
+        self.in_row = 0
+        self.stopped: LlmError | None = None
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        """Raise the stopping LlmError again once the limit was reached (no further calls)."""
+        if self.stopped is not None:
+            raise LlmError(str(self.stopped))
+
+    def ok(self) -> None:
+        with self._lock:
+            self.in_row = 0
+
+    def failed(self, error: LlmError) -> None:
+        with self._lock:
+            self.in_row += 1
+            if self.stopped is None and self.limit is not None and self.in_row >= self.limit:
+                self.stopped = LlmError(
+                    f"stopped: {self.in_row} {self.what} calls in a row failed (the last: {error}); "
+                    "check the server, then run again to resume"
+                )
+        self.check()
+
+
 # ---- stage (b): generation -----------------------------------------------------------------------
 
 GENERATE_SYSTEM = (
@@ -900,7 +937,7 @@ def generation_messages(kept: Kept, kind: str, n: int, schema: str | None = None
                 "role": "user",
                 "content": f"{example_block}\n\n{_TASKS[kind].format(n=len(example_claims))}\n"
                 f"{_format_rules(len(example_claims))}",
-            },  # fmt: skip
+            },
             {"role": "assistant", "content": json.dumps({"claims": example_claims})},
             {"role": "user", "content": f"{block}\n\n{_TASKS[kind].format(n=n)}\n{_format_rules(n)}"},
         ]
@@ -1001,7 +1038,7 @@ class _Counts:
 
 
 def _generate_one(
-    kept: Kept, client: ChatLike, model: str, counts: _Counts, schema: str | None
+    kept: Kept, client: ChatLike, model: str, counts: _Counts, schema: str | None, guard: _FailureGuard
 ) -> tuple[list[BuiltClaim], list[GenerationProblem]]:
     pair = kept.pair
     claims: list[BuiltClaim] = []
@@ -1011,11 +1048,14 @@ def _generate_one(
     for kind, n in plan:
         if n <= 0:
             continue
+        guard.check()
         try:
             reply = client.chat(generation_messages(kept, kind, n, schema))
         except LlmError as exc:
-            problems.append(GenerationProblem(pair.pair_id, kind, f"the model call failed: {exc}"))
+            guard.failed(exc)
+            problems.append(GenerationProblem(pair.pair_id, kind, f"{CALL_FAILED}: {exc}"))
             continue
+        guard.ok()
         text = _reply_text(reply)
         items = parse_generated(text, kind)
         if not items:
@@ -1077,6 +1117,7 @@ def generate(
     contradicted: int = 2,
     nei_per_subtype: int = 1,
     workers: int = 1,
+    stop_after_failures: int | None = 20,
     on_pair: Callable[[Kept, list[BuiltClaim], list[GenerationProblem]], None] | None = None,
 ) -> tuple[list[BuiltClaim], list[GenerationProblem]]:
     """Stage (b): claims from each kept pair's question, SQL and answer.
@@ -1088,14 +1129,17 @@ def generate(
     call (LlmError), an NEI claim without a known subtype or an over-long claim is recorded as a
     :class:`GenerationProblem` and skipped. Claim ids are ``<pair_id>-E1``, ``-C1``, ``-N1`` ...
     ``extra_info`` is the pair's evidence. ``workers`` > 1 sends requests for several pairs at once;
-    results stay in input order. ``on_pair`` is called once per pair when its requests are done."""
+    results stay in input order. ``on_pair`` is called once per pair when its requests are done.
+    After ``stop_after_failures`` failed calls in a row the stage stops with an LlmError (the pairs
+    finished so far have been passed to ``on_pair``)."""
     counts = _Counts(max(0, entailed), max(0, contradicted), max(0, nei_per_subtype))
     model = client_name(client, "generator")
+    guard = _FailureGuard(stop_after_failures, "generation")
     lock = threading.Lock()
 
     def run(item: Kept) -> tuple[list[BuiltClaim], list[GenerationProblem]]:
         schema = (schemas or {}).get(item.pair.db_id)
-        result = _generate_one(item, client, model, counts, schema)
+        result = _generate_one(item, client, model, counts, schema, guard)
         if on_pair is not None:
             with lock:
                 on_pair(item, *result)
@@ -1242,12 +1286,17 @@ def _named_judges(judges: Mapping[str, ChatLike] | Sequence[ChatLike]) -> list[t
     return named
 
 
-def _judge_one(claim: BuiltClaim, name: str, client: ChatLike, schema: str | None) -> JudgeVerdict:
+def _judge_one(
+    claim: BuiltClaim, name: str, client: ChatLike, schema: str | None, guard: _FailureGuard
+) -> JudgeVerdict:
     keys = rubric_keys(claim)
+    guard.check()
     try:
         reply = client.chat(judge_messages(claim, schema))
     except LlmError as exc:
-        return JudgeVerdict(name, {}, False, f"the judge call failed: {exc}")
+        guard.failed(exc)
+        return JudgeVerdict(name, {}, False, f"{JUDGE_CALL_FAILED}: {exc}")
+    guard.ok()
     text = _reply_text(reply)
     answers = parse_verdict(text, keys)
     if answers is None:
@@ -1262,6 +1311,7 @@ def judge(
     *,
     schemas: Mapping[str, str] | None = None,
     workers: int = 1,
+    stop_after_failures: int | None = 20,
     on_claim: Callable[[Judged], None] | None = None,
 ) -> list[Judged]:
     """Stage (c): every claim put to every judge with the binary rubric (:data:`RUBRIC`): label
@@ -1271,15 +1321,19 @@ def judge(
 
     ``judges``: a mapping ``name -> client`` or a list of clients (named by their model).
     ``schemas``: ``db_id -> schema text`` shown to the judges (for NEI and schema leaks). Returns
-    every claim with its verdicts, in input order (``Judged.kept`` says which pass)."""
+    every claim with its verdicts, in input order (``Judged.kept`` says which pass). After
+    ``stop_after_failures`` failed calls in a row to one judge the stage stops with an LlmError."""
     panel = _named_judges(judges)
     if not panel:
         raise ValueError("judge needs at least one judge")
+    guards = {name: _FailureGuard(stop_after_failures, f"judge {name}") for name, _ in panel}
     lock = threading.Lock()
 
     def run(claim: BuiltClaim) -> Judged:
         schema = (schemas or {}).get(claim.db_name)
-        result = Judged(claim, tuple(_judge_one(claim, name, client, schema) for name, client in panel))
+        result = Judged(
+            claim, tuple(_judge_one(claim, name, client, schema, guards[name]) for name, client in panel)
+        )
         if on_claim is not None:
             with lock:
                 on_claim(result)
@@ -1535,10 +1589,6 @@ def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     tmp.replace(path)
 
 
-def _fingerprint(data: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def _check_config(out_dir: Path, config: dict[str, Any], resume: bool) -> None:
     """Refuse to resume a build made with other stage settings (its stage files would be mixed)."""
     path = out_dir / CONFIG_FILE
@@ -1595,6 +1645,7 @@ def build(
     nei_fraction: float = 0.25,
     nei_per_category: bool = False,
     workers: int = 1,
+    stop_after_failures: int | None = 20,
     limit: int | None = None,
     resume: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
@@ -1614,7 +1665,10 @@ def build(
     Without ``generator`` only stage (a) runs (no claims file). Without judges stage (c) is skipped
     and the report says the claims are unjudged. With ``resume`` (the default) the units already in
     a stage file (pairs, claims) are read back instead of being run again, so an interrupted build
-    continues where it stopped; resuming with other stage settings is refused (DatasetError).
+    continues where it stopped; pairs whose database was missing, and pairs and claims whose model
+    call failed, are tried again. Resuming with other stage settings is refused (DatasetError).
+    ``stop_after_failures`` model calls failing in a row stop the build with an LlmError (what is
+    done is kept for the next run).
     ``limit`` takes the first N pairs only. ``progress(stage, done, total)`` is called as units
     finish. Returns the report (also written to ``report.json``)."""
     out = Path(out_dir)
@@ -1695,6 +1749,8 @@ def build(
         stage_b = _StageFile(out / STAGE_FILES["generate"], resume)
         generated: dict[str, tuple[list[BuiltClaim], list[GenerationProblem]]] = {}
         for record in stage_b.records:
+            if any(str(p.get("message", "")).startswith(CALL_FAILED) for p in record.get("problems") or ()):
+                continue  # a failed call: the pair is generated again
             try:
                 generated[str(record["pair_id"])] = (
                     [BuiltClaim.from_record(c) for c in record.get("claims") or ()],
@@ -1715,7 +1771,8 @@ def build(
 
         if todo_b:
             generate(todo_b, generator, schemas=schemas, entailed=entailed, contradicted=contradicted,
-                     nei_per_subtype=nei_per_subtype, workers=workers, on_pair=record_b)  # fmt: skip
+                     nei_per_subtype=nei_per_subtype, workers=workers, stop_after_failures=stop_after_failures,
+                     on_pair=record_b)  # fmt: skip
         problems = [p for k in kept for p in generated.get(k.pair.pair_id, ([], []))[1]]
         claims = [c for k in kept for c in generated.get(k.pair.pair_id, ([], []))[0]]
         report["generation"] = {
@@ -1737,6 +1794,8 @@ def build(
             try:
                 if texts.get(str(record["claim_id"])) != record.get("claim"):
                     continue  # a verdict on another text under this id (generation was redone): judge again
+                if any(str(v.get("problem", "")).startswith(JUDGE_CALL_FAILED) for v in record["verdicts"]):
+                    continue  # a failed call: judged again
                 verdicts[str(record["claim_id"])] = tuple(
                     JudgeVerdict.from_dict(v) for v in record["verdicts"]
                 )
@@ -1753,7 +1812,8 @@ def build(
             tick("judge", done_c, len(claims))
 
         if todo_c:
-            judge(todo_c, dict(panel), schemas=schemas, workers=workers, on_claim=record_c)
+            judge(todo_c, dict(panel), schemas=schemas, workers=workers, stop_after_failures=stop_after_failures,
+                  on_claim=record_c)  # fmt: skip
         results = [Judged(c, verdicts[c.claim_id]) for c in claims if c.claim_id in verdicts]
         judged_claims = [r.claim for r in results if r.kept]
         per_judge: dict[str, dict[str, Any]] = {}
@@ -1762,7 +1822,7 @@ def build(
             per_judge[name] = {
                 "drops": sum(1 for v in mine if not v.passed),
                 "unparseable": sum(1 for v in mine if v.problem == "unparseable verdict"),
-                "errors": sum(1 for v in mine if v.problem.startswith("the judge call failed")),
+                "errors": sum(1 for v in mine if v.problem.startswith(JUDGE_CALL_FAILED)),
                 "no_by_question": _count(key for v in mine if not v.problem for key in v.failed),
             }
         report["judging"] = {
