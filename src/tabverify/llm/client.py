@@ -364,7 +364,8 @@ class ChatClient:
             return ChatError(self._not_found(url, message), "model", status, attempt)
         if status == 429:
             return ChatError(
-                f"the model server at {url} kept answering HTTP 429 (rate limited) after {attempt} attempts{said}; "
+                f"the model server at {url} kept answering HTTP 429 (rate limited) after {attempt} "
+                f"attempts{said}; "
                 "slow down (fewer workers) or raise the retries",
                 "rate_limit",
                 status,
@@ -378,8 +379,8 @@ class ChatClient:
                 status,
                 attempt,
             )
-        return ChatError(f"the model server at {url} refused the request with HTTP {status}{said}", "bad_request",
-                         status, attempt)  # fmt: skip
+        message = f"the model server at {url} refused the request with HTTP {status}{said}"
+        return ChatError(message, "bad_request", status, attempt)
 
     def _not_found(self, url: str, message: str) -> str:
         model = self.config.model
