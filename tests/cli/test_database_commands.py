@@ -71,7 +71,7 @@ def test_check_exit_codes_and_json(db, tmp_path):
     ("args", "needle"),
     [
         (["--table", "nope", "x"], "its tables are: election"),
-        (["x"], "--db needs --table"),
+        (["x"], "--cache, --caption and --models go with --db TARGET --table NAME"),
         (["--table", "empty", "there be 2 rows"], "no data rows"),
         (["--table", "election", "mary jones " * 150], "at most 1000"),
     ],

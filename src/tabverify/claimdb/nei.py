@@ -610,25 +610,25 @@ class NeiModel:
         def fail(reason: str) -> ModelError:
             return not_a_model(filename, path, "NOT ENOUGH INFO", reason)
 
-        name = str(check_array(data, "encoder", "U", 0))
+        name = str(check_array(data, "encoder", "U", 0, fail))
         if name != encoder:
             raise fail(f"it was trained with the {name} encoder, not {encoder}")
         model = cls(
             encoder=name,
-            generic=frozenset(str(w) for w in check_array(data, "generic", "U", 1)),
-            word_w=check_array(data, "word_w", "f", 1),
-            word_b=float(check_array(data, "word_b", "f", 1)[0]),
-            claim_w=check_array(data, "claim_w", "f", 1),
-            claim_b=float(check_array(data, "claim_b", "f", 1)[0]),
-            mean=check_array(data, "mean", "f", 1),
-            std=check_array(data, "std", "f", 1),
-            threshold=float(check_array(data, "threshold", "f", 1)[0]),
-            subtype_w=check_array(data, "subtype_w", "f", 2),
-            subtype_b=check_array(data, "subtype_b", "f", 1),
-            tone_w=check_array(data, "tone_w", "f", 1),
-            tone_b=float(check_array(data, "tone_b", "f", 1)[0]),
-            subtype_mean=check_array(data, "subtype_mean", "f", 1),
-            subtype_std=check_array(data, "subtype_std", "f", 1),
+            generic=frozenset(str(w) for w in check_array(data, "generic", "U", 1, fail)),
+            word_w=check_array(data, "word_w", "f", 1, fail),
+            word_b=float(check_array(data, "word_b", "f", 1, fail)[0]),
+            claim_w=check_array(data, "claim_w", "f", 1, fail),
+            claim_b=float(check_array(data, "claim_b", "f", 1, fail)[0]),
+            mean=check_array(data, "mean", "f", 1, fail),
+            std=check_array(data, "std", "f", 1, fail),
+            threshold=float(check_array(data, "threshold", "f", 1, fail)[0]),
+            subtype_w=check_array(data, "subtype_w", "f", 2, fail),
+            subtype_b=check_array(data, "subtype_b", "f", 1, fail),
+            tone_w=check_array(data, "tone_w", "f", 1, fail),
+            tone_b=float(check_array(data, "tone_b", "f", 1, fail)[0]),
+            subtype_mean=check_array(data, "subtype_mean", "f", 1, fail),
+            subtype_std=check_array(data, "subtype_std", "f", 1, fail),
         )
         dim = {"minilm": MiniLMEncoder.dim, "hashing": HashingEncoder().dim}.get(encoder)
         features = BOW_DIM + (dim or 0) + len(model.mean)
@@ -684,6 +684,10 @@ class NeiDetector:
         examples = [Example(c, e or "", self.lexicon(s)) for c, e, s in items]
         if not examples:
             return []
+        if isinstance(self.encoder, MiniLMEncoder):  # one batch: a model call per claim is 10x slower
+            texts = {e.claim for e in examples} | {w for e in examples for w in e.words}
+            texts |= {t for e in examples for t in e.lexicon.terms}
+            self.encoder.encode(sorted(texts))
         x, scored = self.model.claim_vectors(examples, self.encoder, self._similarity)
         probabilities = _sigmoid(x @ self.model.claim_w + self.model.claim_b)
         sx, tones = self.model.subtype_vectors(examples, self.encoder)

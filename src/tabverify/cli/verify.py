@@ -11,6 +11,7 @@ import typer
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from tabverify.cli import claimdb
 from tabverify.cli.output import EXIT_FINDINGS, EXIT_OK, clean, fail, input_errors, out, text, warn
 from tabverify.database import connect
 from tabverify.errors import TabverifyError
@@ -114,8 +115,28 @@ def check(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every verdict")] = False,
+    extra_info: Annotated[
+        str,
+        typer.Option(
+            metavar="TEXT", help="With --db and no --table: hints mapping the claim's words to the schema"
+        ),
+    ] = "",
+    verifier: claimdb.VerifierOption = "auto",
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="With --db and no --table: the model's per-claim traces (JSON Lines)"
+        ),
+    ] = None,
+    base_url: claimdb.LlmUrlOption = None,
+    model: claimdb.ModelOption = None,
+    api_key_env: claimdb.KeyEnvOption = "TABVERIFY_LLM_API_KEY",
+    llm_timeout: claimdb.LlmTimeoutOption = 120.0,
+    encoder: claimdb.EncoderOption = "auto",
 ) -> None:
-    """Verify statements against a table. Exit 0: all entailed; 1: some refuted; 2: bad input."""
+    """Verify statements against a table, or claims against a whole database (--db without --table:
+    ENTAILED / REFUTED (ClaimDB's CONTRADICTED) / NOT ENOUGH INFO, with a model or offline).
+    Exit 0: all entailed; 1: some refuted or not enough info; 2: bad input or undecided."""
     from tabverify.program.ranker import WEIGHTS_FILE
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import MODEL_FILE
@@ -129,9 +150,17 @@ def check(
         fail("give at least one STATEMENT to check")
     if models is not None and not models.is_dir():
         fail(f"--models {models}: not a folder; name the folder given to `tabverify train tabfact --out`")
+    if db is not None and not table_name:
+        if cache is not None or caption or models is not None:
+            fail("--cache, --caption and --models go with --db TARGET --table NAME (one table)")
+        claimdb.check_database(
+            db, statements, extra_info=extra_info, verifier=verifier, trace=trace, base_url=base_url,
+            model=model, api_key_env=api_key_env, llm_timeout=llm_timeout, encoder=encoder, as_json=as_json,
+        )  # fmt: skip
+    if extra_info or trace is not None or verifier != "auto" or base_url or model:
+        fail("--extra-info, --verifier, --trace, --llm-base-url and --model are for claims against a "
+             "whole database (--db TARGET without --table)")  # fmt: skip
     if db is not None:
-        if not table_name:
-            fail("--db needs --table NAME: the database table to check the statements against")
         _cache_folder(cache)
         with input_errors():
             database = connect(db)

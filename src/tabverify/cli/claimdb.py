@@ -1,0 +1,347 @@
+"""ClaimDB commands: claims against whole databases (``check --db`` without ``--table``),
+``bench claimdb``, ``train nei`` and ``claimdb build``/``claimdb sample``.
+
+The model server is configured by options or the environment (``TABVERIFY_LLM_BASE_URL``,
+``TABVERIFY_LLM_MODEL``); the API key only ever comes from an environment variable
+(``--api-key-env``, default ``TABVERIFY_LLM_API_KEY``), never from a flag."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from tabverify.cli.output import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_OK,
+    check_output,
+    clean,
+    fail,
+    input_errors,
+    out,
+    progress,
+    text,
+    warn,
+    write_output,
+)
+
+BASE_URL_ENV = "TABVERIFY_LLM_BASE_URL"
+MODEL_ENV = "TABVERIFY_LLM_MODEL"
+
+LlmUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-base-url",
+        metavar="URL",
+        help=f"An OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 [default: ${BASE_URL_ENV}]",
+        show_default=False,
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", metavar="NAME", help=f"The model name [default: ${MODEL_ENV}]", show_default=False
+    ),
+]
+KeyEnvOption = Annotated[
+    str,
+    typer.Option(
+        "--api-key-env",
+        metavar="VAR",
+        help="The environment variable holding the API key (never pass a key as a flag)",
+    ),
+]
+LlmTimeoutOption = Annotated[
+    float, typer.Option("--llm-timeout", metavar="S", help="Seconds one model request may take")
+]
+VerifierOption = Annotated[
+    str,
+    typer.Option(
+        "--verifier",
+        metavar="KIND",
+        help="auto (the model when one is configured, else offline), offline, or llm",
+    ),
+]
+EncoderOption = Annotated[
+    str,
+    typer.Option(
+        "--encoder",
+        metavar="NAME",
+        help="The NOT ENOUGH INFO detector's encoder: auto (MiniLM when the neural extra is installed), "
+        "minilm or hashing",
+    ),
+]
+
+
+def llm_config(
+    base_url: str | None, model: str | None, api_key_env: str, timeout_s: float, required: bool = False
+) -> Any:
+    """The :class:`LlmConfig` from options and environment, or None when no server is configured."""
+    from tabverify.llm.client import LlmConfig
+
+    base_url = base_url or os.environ.get(BASE_URL_ENV) or None
+    model = model or os.environ.get(MODEL_ENV) or None
+    if base_url is None and model is None:
+        if required:
+            fail(
+                f"no model configured: give --llm-base-url URL and --model NAME (or set ${BASE_URL_ENV}, ${MODEL_ENV})"
+            )
+        return None
+    if base_url is None or model is None:
+        missing = "--llm-base-url" if base_url is None else "--model"
+        fail(f"a model server needs both --llm-base-url and --model; {missing} is missing")
+    if not timeout_s > 0:
+        fail(f"--llm-timeout {timeout_s}: give a positive number of seconds")
+    return LlmConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s)
+
+
+def check_database(
+    db: str,
+    claims: list[str],
+    *,
+    extra_info: str,
+    verifier: str,
+    trace: Path | None,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str,
+    llm_timeout: float,
+    encoder: str,
+    as_json: bool,
+) -> None:
+    """``check --db TARGET CLAIM...`` without ``--table``: claims against the whole database."""
+    from tabverify.claimdb.verifier import VERIFIERS, DatabaseClaimVerifier, Undecided
+    from tabverify.database import connect
+
+    if verifier not in VERIFIERS:
+        fail(f"--verifier {verifier!r}: choose auto, offline or llm")
+    config = llm_config(base_url, model, api_key_env, llm_timeout, required=verifier == "llm")
+    if verifier == "offline":
+        config = None
+    check_output(trace, "--trace")
+    with input_errors():
+        database = connect(db)
+        checker = DatabaseClaimVerifier(database, verifier=verifier, llm=config, trace=trace, encoder=encoder)
+        results = [checker.verify(c, extra_info) for c in claims]
+    if as_json:
+        payload = {"database": db, "verifier": checker.mode, "verdicts": [r.to_dict() for r in results]}
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        for result in results:
+            if isinstance(result, Undecided):
+                out.print(Text.assemble(("UNDECIDED", "bold yellow"), clean(f"  {result.claim}")))
+                out.print(text(f"  {result.reason}"))
+                continue
+            colour = {"ENTAILED": "green", "REFUTED": "red"}.get(result.label.value, "yellow")
+            label = result.label.value + (f" ({result.subtype.value})" if result.subtype else "")
+            out.print(
+                Text.assemble(
+                    (label, f"bold {colour}"), clean(f" ({result.confidence:.0%})  {result.statement}")
+                )
+            )
+            for note in result.warnings:
+                warn(note)
+            for step in result.trace:
+                if step.kind == "note":
+                    out.print(text(f"  {step.text}"))
+            if result.program:
+                out.print(text(f"  program: {result.program} = {result.result_text}"))
+            if result.sql:
+                out.print(text(f"  sql: {result.sql}"))
+            out.print(text(f"  source: {result.source}"))
+    if any(isinstance(r, Undecided) for r in results):
+        raise typer.Exit(EXIT_INPUT)
+    raise typer.Exit(EXIT_OK if all(r.label.value == "ENTAILED" for r in results) else EXIT_FINDINGS)
+
+
+# --- bench claimdb -------------------------------------------------------------------------------
+
+
+def bench_claimdb(
+    claims: Annotated[
+        Path, typer.Option(metavar="FILE", help="Claims, JSON Lines (ClaimDB format)", show_default=False)
+    ],
+    schema: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR", help="Folder with dev_tables.json and database_description/", show_default=False
+        ),
+    ],
+    dbs: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="BIRD databases: DIR/<db_id>/<db_id>.sqlite (full mode)"),
+    ] = None,
+    schema_only: Annotated[
+        bool, typer.Option("--schema-only", help="NOT ENOUGH INFO detection alone; no database is opened")
+    ] = False,
+    cv: Annotated[
+        int | None,
+        typer.Option(
+            metavar="K", help="Schema-only: grouped K-fold cross-validation by database (labelled claims)"
+        ),
+    ] = None,
+    verifier: VerifierOption = "auto",
+    encoder: EncoderOption = "auto",
+    limit: Annotated[int | None, typer.Option(metavar="N", help="Only the first N claims")] = None,
+    jobs: Annotated[int, typer.Option(metavar="N", help="Claims verified at once (full mode)")] = 1,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON result here")
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Per-claim traces, JSON Lines (full mode) [default: --out with .trace.jsonl]"
+        ),
+    ] = None,
+    base_url: LlmUrlOption = None,
+    model: ModelOption = None,
+    api_key_env: KeyEnvOption = "TABVERIFY_LLM_API_KEY",
+    llm_timeout: LlmTimeoutOption = 120.0,
+    max_tool_calls: Annotated[int, typer.Option(metavar="N", help="Tool calls per claim (ClaimDB: 20)")] = 20,
+) -> None:
+    """Run the ClaimDB protocol: NOT ENOUGH INFO detection (--schema-only) or full verification
+    against the BIRD databases with a model."""
+    from tabverify.bench import claimdb as bench
+
+    if limit is not None and limit < 1:
+        fail(f"--limit {limit}: give at least 1")
+    if cv is not None and not 2 <= cv <= 20:
+        fail(f"--cv {cv}: give 2 to 20 folds")
+    if not 1 <= jobs <= 64:
+        fail(f"--jobs {jobs}: give 1 to 64")
+    if verifier not in ("auto", "offline", "llm"):
+        fail(f"--verifier {verifier!r}: choose auto, offline or llm")
+    config = (
+        None
+        if verifier == "offline"
+        else llm_config(base_url, model, api_key_env, llm_timeout, verifier == "llm")
+    )
+    mode = "schema-only" if schema_only or dbs is None or config is None else "full"
+    if mode == "full" and cv is not None:
+        fail("--cv is for --schema-only (it cross-validates the NOT ENOUGH INFO detector)")
+    if mode == "schema-only" and dbs is not None and not schema_only:
+        warn("no model configured: running NOT ENOUGH INFO detection only (--schema-only)")
+    if dbs is not None and not dbs.is_dir() and mode == "full":
+        fail(f"--dbs {dbs}: not a folder; the BIRD layout is DIR/<db_id>/<db_id>.sqlite")
+    check_output(out_file, "--out", [claims, schema])
+    if mode == "full" and trace is None and out_file is not None:
+        trace = out_file.with_suffix(".trace.jsonl")
+    check_output(trace, "--trace", [claims, schema])
+    with progress() as report, input_errors():
+        claim_list, schemas, problems = bench.load_inputs(claims, schema, limit)
+        for problem in problems:
+            warn(f"{claims}: {problem} (skipped)")
+        if mode == "schema-only":
+            result = bench.run_schema_only(claim_list, schemas, encoder=encoder, cv=cv, progress=report)
+        else:
+            from tabverify.claimdb.agent import LlmVerifier
+            from tabverify.claimdb.nei import NeiDetector
+            from tabverify.claimdb.trace import TraceWriter
+            from tabverify.llm.client import ChatClient
+
+            detector = NeiDetector(encoder)
+            writer = TraceWriter(trace) if trace is not None else None
+
+            agent = LlmVerifier(ChatClient(config), max_tool_calls=max_tool_calls, trace=writer)
+            nei_by_claim = {
+                c.claim_id: k
+                for c, k in zip(
+                    claim_list,
+                    detector.check_many((c.claim, c.extra_info, schemas.get(c.db_name)) for c in claim_list),
+                    strict=True,
+                )
+            }
+            result = bench.run_full(
+                claim_list, dbs, schemas, _WithPrecheck(agent, nei_by_claim), jobs=jobs, progress=report
+            )
+            if trace is not None:
+                result["metrics"]["tokens"] = bench.token_statistics(trace)
+                result["trace"] = str(trace)
+    document = bench.summary(result, claims, problems)
+    if out_file is not None:
+        write_output(out_file, json.dumps(document, ensure_ascii=False, indent=1), "--out")
+    shown = {k: v for k, v in document.items() if k != "predictions"}
+    print(json.dumps(shown, indent=2, ensure_ascii=False))
+
+
+class _WithPrecheck:
+    """The agent with each claim's offline NOT ENOUGH INFO check (computed in one batch) passed on."""
+
+    def __init__(self, agent: Any, checks: dict[str, Any]):
+        self.agent = agent
+        self.checks = checks
+
+    def verify(self, claim: str, database: Any, extra_info: str, claim_id: str) -> Any:
+        return self.agent.verify(claim, database, extra_info, claim_id, nei=self.checks.get(claim_id))
+
+
+# --- train nei -----------------------------------------------------------------------------------
+
+
+def train_nei(
+    claims: Annotated[
+        Path,
+        typer.Option(metavar="FILE", help="Labelled claims, JSON Lines (ClaimDB format)", show_default=False),
+    ],
+    schema: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR", help="Folder with dev_tables.json and database_description/", show_default=False
+        ),
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--out", metavar="DIR", help="Folder to write the model into", show_default=False)
+    ],
+    encoder: EncoderOption = "auto",
+) -> None:
+    """Train the offline NOT ENOUGH INFO detector (what ships as models/nei_<encoder>.npz)."""
+    from tabverify.bench.claimdb import load_inputs
+    from tabverify.claimdb.nei import MODEL_FILES, text_encoder, train
+
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: is a file; name a folder")
+    with input_errors():
+        chosen = text_encoder(encoder)
+        target = out_dir / MODEL_FILES[chosen.name]
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(f"--out {out_dir}: cannot create the folder ({exc.strerror or exc})")
+        check_output(target, "--out", [claims, schema])
+        claim_list, schemas, problems = load_inputs(claims, schema)
+        for problem in problems:
+            warn(f"{claims}: {problem} (skipped)")
+        model = train(claim_list, schemas, chosen, progress=lambda m: out.print(text(m)))
+    try:
+        model.save(target)
+    except OSError as exc:
+        fail(f"--out {out_dir}: cannot write the model ({exc.strerror or exc})")
+    out.print(text(f"wrote {target} ({len(claim_list)} claims, encoder {chosen.name})"))
+
+
+BENCH_EXAMPLES = """Examples:
+
+\b
+  tabverify bench claimdb --claims ../shared/datasets/claimdb/claims-dev.jsonl \\
+      --schema ../shared/datasets/claimdb/schema --schema-only --cv 5 --out results/claimdb-nei.json
+  tabverify bench claimdb --claims claims.jsonl --schema DIR --dbs bird/dev_databases \\
+      --llm-base-url http://127.0.0.1:8080/v1 --model gpt-oss-20b --out results/claimdb.json
+"""
+
+TRAIN_EXAMPLES = """Examples:
+
+\b
+  tabverify train nei --claims ../shared/datasets/claimdb/claims-dev.jsonl \\
+      --schema ../shared/datasets/claimdb/schema --out src/tabverify/models --encoder minilm
+"""
+
+
+def register(bench_app: typer.Typer, train_app: typer.Typer) -> None:
+    """Add ``bench claimdb`` and ``train nei``."""
+    bench_app.command("claimdb", epilog=BENCH_EXAMPLES)(bench_claimdb)
+    train_app.command("nei", epilog=TRAIN_EXAMPLES)(train_nei)
