@@ -163,6 +163,13 @@ class MiniLMEncoder:
 
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:  # the library's "Loading weights" bar is noise on a command line
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
+                transformers_logging.set_verbosity_error()
+            except ImportError:
+                pass
             try:
                 if self.model_path is not None:
                     from sentence_transformers import SentenceTransformer

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from tabverify.cli import bench, coref, crosscheck, sql, verify
+from tabverify.cli import bench, claimdb, coref, crosscheck, sql, verify
 from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, clean, err, one_line, print_error
 from tabverify.errors import TabverifyError
 
@@ -26,6 +26,7 @@ app = typer.Typer(
   tabverify program run results.csv "eq{count{filter_eq{all_rows; opponent; dayton}}; 2}"
   tabverify crosscheck my-paper.tex --source cited-paper.html
   tabverify coref score gold.jsonl system.jsonl --match overlap
+  tabverify check --db formula_1.sqlite "Sebastian Vettel scored the most points in 2013" --model M --llm-base-url URL
   tabverify bench tabfact --data ../shared/datasets/tabfact --split val --jobs 2
 """,
     no_args_is_help=True,
@@ -47,7 +48,7 @@ def _metavars_only_in_help() -> None:
 
 _metavars_only_in_help()
 
-for module in (verify, crosscheck, coref, bench, sql):
+for module in (verify, crosscheck, coref, bench, sql, claimdb):
     module.register(app)
 
 

@@ -216,6 +216,6 @@ def register(app: typer.Typer) -> None:
     bench_app.command("tabfact", epilog=TABFACT_EXAMPLES)(bench_tabfact)
     bench_app.command("arxiveri", epilog=ARXIVERI_EXAMPLES)(bench_arxiveri)
     train_app.command("tabfact", epilog=TRAIN_EXAMPLES)(train_tabfact)
-    claimdb.register(bench_app, train_app)
+    claimdb.register_bench(bench_app, train_app)
     app.add_typer(bench_app, name="bench")
     app.add_typer(train_app, name="train")

