@@ -57,7 +57,14 @@ def nei_metrics(predictions: Sequence[dict[str, Any]]) -> dict[str, Any]:
     said = [p["predicted"] == "NOT ENOUGH INFO" for p in scored]
     tp = sum(g and s for g, s in zip(gold, said, strict=True))
     precision, recall = _ratio(tp, sum(said)), _ratio(tp, sum(gold))
-    both = [p for p in scored if p["label"] == "NOT ENOUGH INFO" and p["predicted"] == "NOT ENOUGH INFO"]
+    # subtype accuracy: over gold NEI claims with a gold subtype that were predicted NEI
+    both = [
+        p
+        for p in scored
+        if p["label"] == "NOT ENOUGH INFO"
+        and p["predicted"] == "NOT ENOUGH INFO"
+        and p["subtype"] is not None
+    ]
     right = sum(p["subtype"] == p["predicted_subtype"] for p in both)
     per_subtype = {}
     for name in SUBTYPE_NAMES:
@@ -159,6 +166,15 @@ def run_schema_only(
         labelled = [c for c in claims if c.label is not None]
         if len(labelled) != len(claims):
             raise DatasetError("--cv needs a labelled claims file (every claim with a label)")
+        databases = len({c.db_name for c in claims})
+        if databases < 2 or cv > databases:
+            fix = (
+                "give claims of at least 2 databases" if databases < 2 else f"give at most {databases} folds"
+            )
+            raise DatasetError(
+                f"--cv {cv}: the folds are grouped by database and the claims come from {databases} "
+                f"database{'s' if databases != 1 else ''}; {fix}"
+            )
         done = [0]
 
         def note(message: str) -> None:
@@ -199,6 +215,20 @@ def _steps(verdict: Verdict, kind: str) -> int:
     return sum(1 for step in verdict.trace if step.kind == kind)
 
 
+def database_paths(claims: Sequence[Claim], dbs_dir: Path) -> dict[str, Path]:
+    """The database file of each ``db_name`` of ``claims`` in the BIRD layout
+    (``<dbs>/<db_id>/<db_id>.sqlite``); DatasetError naming the first that is missing."""
+    paths = {}
+    for db_id in sorted({c.db_name for c in claims}):
+        path = dbs_dir / db_id / f"{db_id}.sqlite"
+        if not path.is_file():
+            raise DatasetError(
+                f"--dbs {dbs_dir}: no {db_id}/{db_id}.sqlite; the BIRD layout is <dbs>/<db_id>/<db_id>.sqlite"
+            )
+        paths[db_id] = path
+    return paths
+
+
 def run_full(
     claims: list[Claim],
     dbs_dir: Path,
@@ -213,14 +243,7 @@ def run_full(
     from tabverify.database import connect
 
     started = time.perf_counter()
-    paths = {}
-    for db_id in sorted({c.db_name for c in claims}):
-        path = dbs_dir / db_id / f"{db_id}.sqlite"
-        if not path.is_file():
-            raise DatasetError(
-                f"--dbs {dbs_dir}: no {db_id}/{db_id}.sqlite; the BIRD layout is <dbs>/<db_id>/<db_id>.sqlite"
-            )
-        paths[db_id] = path
+    paths = database_paths(claims, dbs_dir)
     local = threading.local()
     lock = threading.Lock()
     done = [0]
@@ -308,10 +331,14 @@ def load_inputs(
     schemas = load_schemas(schema_dir)
     claims, problems = read_claims(claims_path)
     claims = _known_claims(claims, schemas, problems)
+    problems.sort(key=lambda problem: problem.line)
     if limit is not None:
         claims = claims[:limit]
     if not claims:
-        raise DatasetError(f"{claims_path}: no usable claims ({len(problems)} lines skipped)")
+        skipped = f"{len(problems)} line{'s' if len(problems) != 1 else ''} skipped"
+        if problems:
+            skipped += f"; the first: {problems[0]}"
+        raise DatasetError(f"{claims_path}: no usable claims ({skipped})")
     return claims, schemas, problems
 
 

@@ -81,6 +81,13 @@ def _text(record: dict, key: str, required: bool) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(f'"{key}" must be a string')
     text = str(value).strip()
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a JSON escape such as "\ud800" decodes to a lone surrogate
+            raise ValueError(
+                f'"{key}" is not valid Unicode text (a lone surrogate at character {exc.start})'
+            ) from None
     if required and not text:
         raise ValueError(f'"{key}" is empty')
     if len(text) > MAX_CLAIM_CHARS:

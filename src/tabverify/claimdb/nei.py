@@ -590,7 +590,7 @@ class NeiModel:
         np.savez_compressed(
             path,
             encoder=np.array(self.encoder),
-            generic=np.array(sorted(self.generic)),
+            generic=np.array(sorted(self.generic), dtype=np.str_),  # an empty set too: a string array
             word_w=self.word_w,
             word_b=np.array([self.word_b]),
             claim_w=self.claim_w,

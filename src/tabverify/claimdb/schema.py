@@ -109,7 +109,7 @@ def load_schemas(folder: str | Path) -> SchemaSet:
     for number, entry in enumerate(data, start=1):
         try:
             schema = _entry_schema(entry, descriptions if descriptions.is_dir() else None)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise DatasetError(
                 f"{tables_file}: database {number} is not in the Spider/BIRD layout ({type(exc).__name__}: {exc}); "
                 f"{LAYOUT_HELP}"

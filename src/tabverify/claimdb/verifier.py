@@ -4,9 +4,9 @@
   the offline NOT ENOUGH INFO pre-check offered as evidence.
 - ``offline`` (or ``auto`` without a model): NOT ENOUGH INFO when the offline detector finds it;
   otherwise, when the claim is about one table (the database has one, or the claim names exactly
-  one), the single-table program search of :class:`tabverify.verify.TableVerifier`; otherwise the
-  claim is left undecided and the reason says that ENTAILED vs CONTRADICTED over several tables
-  needs a model.
+  one and every concept word of the claim belongs to that table), the single-table program search
+  of :class:`tabverify.verify.TableVerifier`; otherwise the claim is left undecided and the reason
+  says that ENTAILED vs CONTRADICTED over several tables needs a model.
 """
 
 from __future__ import annotations
@@ -14,12 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tabverify.claimdb.nei import NeiCheck, NeiDetector, identifier_words, stem
-from tabverify.database import Database, Schema
+from tabverify.claimdb.nei import NeiCheck, NeiDetector, content_words, identifier_words, stem
+from tabverify.database import Database, Schema, TableSchema
 from tabverify.llm.client import LlmConfig
 from tabverify.verify.verdict import Label, TraceStep, Verdict
 
 VERIFIERS = ("auto", "offline", "llm")
+_DATA_WORDS = frozenset(
+    stem(w)
+    for w in """table tables row rows record records recorded list lists listed entry entries database
+    dataset data""".split()
+)
+"""Words about the data itself ("the circuits table lists 14 rows"), never another table's concept."""
 
 
 @dataclass(frozen=True)
@@ -39,18 +45,33 @@ class Undecided:
         }
 
 
-def named_table(claim: str, schema: Schema) -> str | None:
+def _table_stems(table: TableSchema) -> set[str]:
+    """The stems of a table's name, column names and column/value descriptions."""
+    texts = [table.name]
+    for column in table.columns:
+        texts += [column.name, column.description or "", column.value_description or ""]
+    return {stem(w) for text in texts for w in identifier_words(text)}
+
+
+def named_table(claim: str, schema: Schema, generic: frozenset[str] = frozenset()) -> str | None:
     """The one table the claim is about: the database's only table, or the only table whose name
-    (all its words) appears in the claim; None when zero or several do."""
+    (all its words) appears in the claim, provided every concept word of the claim (its lower-case
+    content words) belongs to that table's names and descriptions or to ``generic`` question
+    language (stems). None otherwise: a claim that names one table in passing ("... across the
+    2010-2013 seasons") while it counts wins, which another table records, needs several tables,
+    and a single-table search would give a confident verdict from the wrong table."""
     if len(schema.tables) == 1:
         return schema.tables[0].name
     words = {stem(w) for w in identifier_words(claim)}
     named = [
-        t.name
-        for t in schema.tables
-        if (parts := {stem(w) for w in identifier_words(t.name)}) and parts <= words
+        t for t in schema.tables if (parts := {stem(w) for w in identifier_words(t.name)}) and parts <= words
     ]
-    return named[0] if len(named) == 1 else None
+    if len(named) != 1:
+        return None
+    covered = _table_stems(named[0]) | generic | _DATA_WORDS
+    if any(stem(w) not in covered for w in content_words(claim)):
+        return None
+    return named[0].name
 
 
 class DatabaseClaimVerifier:
@@ -116,7 +137,7 @@ class DatabaseClaimVerifier:
                 source="offline: NOT ENOUGH INFO detector (schema only)",
                 trace=(TraceStep("note", nei.reason),),
             )
-        table = named_table(claim, self.schema)
+        table = named_table(claim, self.schema, self.detector.model.generic)
         if table is None:
             return Undecided(
                 claim,

@@ -17,7 +17,6 @@ from rich.text import Text
 
 from tabverify.cli.output import (
     EXIT_FINDINGS,
-    EXIT_INPUT,
     EXIT_OK,
     check_output,
     clean,
@@ -59,6 +58,14 @@ KeyEnvOption = Annotated[
 LlmTimeoutOption = Annotated[
     float, typer.Option("--llm-timeout", metavar="S", help="Seconds one model request may take")
 ]
+LlmRetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--llm-retries",
+        metavar="N",
+        help="Retries of a failed model request (connection refused, timeout, 429, 5xx)",
+    ),
+]
 VerifierOption = Annotated[
     str,
     typer.Option(
@@ -78,9 +85,27 @@ EncoderOption = Annotated[
 ]
 
 
+NEI_ENCODERS = ("auto", "minilm", "hashing")
+"""The encoders the NOT ENOUGH INFO detector ships a model for (``train nei`` takes any encoder)."""
+MAX_CHECK_CLAIM_CHARS = 20_000
+"""``check --db`` refuses a longer claim (the claims file's limit; no ClaimDB claim is over 1,000)."""
+
+
+def nei_encoder(encoder: str) -> str:
+    """``--encoder`` checked against the detector's shipped models (exit 2 naming them otherwise)."""
+    name = encoder.strip().lower()
+    if name not in NEI_ENCODERS:
+        fail(
+            f"--encoder {encoder!r}: the NOT ENOUGH INFO detector ships models for {', '.join(NEI_ENCODERS)}; "
+            "train one for another encoder with `tabverify train nei`"
+        )
+    return name
+
+
 def llm_config(
-    base_url: str | None, model: str | None, api_key_env: str, timeout_s: float, required: bool = False
-) -> Any:
+    base_url: str | None, model: str | None, api_key_env: str, timeout_s: float, required: bool = False,
+    retries: int = 3,
+) -> Any:  # fmt: skip
     """The :class:`LlmConfig` from options and environment, or None when no server is configured."""
     from tabverify.llm.client import LlmConfig
 
@@ -97,7 +122,25 @@ def llm_config(
         fail(f"a model server needs both --llm-base-url and --model; {missing} is missing")
     if not timeout_s > 0:
         fail(f"--llm-timeout {timeout_s}: give a positive number of seconds")
-    return LlmConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s)
+    if not 0 <= retries <= 20:
+        fail(f"--llm-retries {retries}: give 0 to 20")
+    return LlmConfig(
+        base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=retries
+    )
+
+
+def _unicode(text: str) -> bool:
+    """Whether ``text`` is encodable (undecodable bytes of a command line arrive as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def no_verdict(verdict: Any) -> bool:
+    """Whether a verdict is the agent's failure (the model server failed or never gave a verdict)."""
+    return any(notice.limit == "llm" for notice in getattr(verdict, "limits", ()))
 
 
 def check_database(
@@ -113,17 +156,33 @@ def check_database(
     llm_timeout: float,
     encoder: str,
     as_json: bool,
+    llm_retries: int = 3,
 ) -> None:
-    """``check --db TARGET CLAIM...`` without ``--table``: claims against the whole database."""
+    """``check --db TARGET CLAIM...`` without ``--table``: claims against the whole database.
+
+    Exit 0: all entailed; 1: some refuted or NOT ENOUGH INFO; 2: bad input, or a claim left
+    undecided (offline, over several tables) or without a verdict (the model server failed)."""
     from tabverify.claimdb.verifier import VERIFIERS, DatabaseClaimVerifier, Undecided
     from tabverify.database import connect
 
     if verifier not in VERIFIERS:
         fail(f"--verifier {verifier!r}: choose auto, offline or llm")
-    config = llm_config(base_url, model, api_key_env, llm_timeout, required=verifier == "llm")
+    for number, claim in enumerate(claims, start=1):
+        if not claim.strip():
+            fail(f"claim {number} is empty; give the claim's text")
+        if len(claim) > MAX_CHECK_CLAIM_CHARS:
+            fail(f"claim {number} has {len(claim):,} characters; give at most {MAX_CHECK_CLAIM_CHARS:,}")
+        if not _unicode(claim):
+            fail(f"claim {number} is not valid UTF-8 text; give the claim in UTF-8")
+    if not _unicode(extra_info):
+        fail("--extra-info is not valid UTF-8 text; give it in UTF-8")
+    encoder = nei_encoder(encoder)
+    config = llm_config(
+        base_url, model, api_key_env, llm_timeout, required=verifier == "llm", retries=llm_retries
+    )
     if verifier == "offline":
         config = None
-    check_output(trace, "--trace")
+    check_output(trace, "--trace", [Path(db)])
     with input_errors():
         database = connect(db)
         checker = DatabaseClaimVerifier(database, verifier=verifier, llm=config, trace=trace, encoder=encoder)
@@ -136,6 +195,12 @@ def check_database(
             if isinstance(result, Undecided):
                 out.print(Text.assemble(("UNDECIDED", "bold yellow"), clean(f"  {result.claim}")))
                 out.print(text(f"  {result.reason}"))
+                continue
+            if no_verdict(result):
+                out.print(Text.assemble(("NO VERDICT", "bold yellow"), clean(f"  {result.statement}")))
+                for note in result.warnings:
+                    out.print(text(f"  {note}"))
+                out.print(text(f"  source: {result.source}"))
                 continue
             colour = {"ENTAILED": "green", "REFUTED": "red"}.get(result.label.value, "yellow")
             label = result.label.value + (f" ({result.subtype.value})" if result.subtype else "")
@@ -154,8 +219,13 @@ def check_database(
             if result.sql:
                 out.print(text(f"  sql: {result.sql}"))
             out.print(text(f"  source: {result.source}"))
-    if any(isinstance(r, Undecided) for r in results):
-        raise typer.Exit(EXIT_INPUT)
+    open_claims = [r for r in results if isinstance(r, Undecided) or no_verdict(r)]
+    if open_claims:  # exit 2 with one line saying why (the first reason; each claim's is above)
+        first = open_claims[0]
+        why = first.reason if isinstance(first, Undecided) else "; ".join(first.warnings)
+        fail(
+            f"{len(open_claims)} of {len(results)} claim{'s' if len(results) != 1 else ''} left without a verdict: {why}"
+        )
     raise typer.Exit(EXIT_OK if all(r.label.value == "ENTAILED" for r in results) else EXIT_FINDINGS)
 
 
@@ -195,13 +265,15 @@ def bench_claimdb(
     trace: Annotated[
         Path | None,
         typer.Option(
-            metavar="FILE", help="Per-claim traces, JSON Lines (full mode) [default: --out with .trace.jsonl]"
+            metavar="FILE",
+            help="Per-claim traces, JSON Lines (full mode; written anew) [default: --out with .trace.jsonl]",
         ),
     ] = None,
     base_url: LlmUrlOption = None,
     model: ModelOption = None,
     api_key_env: KeyEnvOption = "TABVERIFY_LLM_API_KEY",
     llm_timeout: LlmTimeoutOption = 120.0,
+    llm_retries: LlmRetriesOption = 3,
     max_tool_calls: Annotated[int, typer.Option(metavar="N", help="Tool calls per claim (ClaimDB: 20)")] = 20,
 ) -> None:
     """Run the ClaimDB protocol: NOT ENOUGH INFO detection (--schema-only) or full verification
@@ -216,10 +288,13 @@ def bench_claimdb(
         fail(f"--jobs {jobs}: give 1 to 64")
     if verifier not in ("auto", "offline", "llm"):
         fail(f"--verifier {verifier!r}: choose auto, offline or llm")
+    if not 1 <= max_tool_calls <= 200:
+        fail(f"--max-tool-calls {max_tool_calls}: give 1 to 200")
+    encoder = nei_encoder(encoder)
     config = (
         None
         if verifier == "offline"
-        else llm_config(base_url, model, api_key_env, llm_timeout, verifier == "llm")
+        else llm_config(base_url, model, api_key_env, llm_timeout, verifier == "llm", llm_retries)
     )
     mode = "schema-only" if schema_only or dbs is None or config is None else "full"
     if mode == "full" and cv is not None:
@@ -228,10 +303,12 @@ def bench_claimdb(
         warn("no model configured: running NOT ENOUGH INFO detection only (--schema-only)")
     if dbs is not None and not dbs.is_dir() and mode == "full":
         fail(f"--dbs {dbs}: not a folder; the BIRD layout is DIR/<db_id>/<db_id>.sqlite")
-    check_output(out_file, "--out", [claims, schema])
+    check_output(out_file, "--out", [claims, schema, dbs])
     if mode == "full" and trace is None and out_file is not None:
         trace = out_file.with_suffix(".trace.jsonl")
-    check_output(trace, "--trace", [claims, schema])
+    check_output(trace, "--trace", [claims, schema, dbs, out_file])
+    if trace is not None and out_file is not None and trace.resolve() == out_file.resolve():
+        fail(f"--trace {trace}: is the --out file; name another file")
     with progress() as report, input_errors():
         claim_list, schemas, problems = bench.load_inputs(claims, schema, limit)
         for problem in problems:
@@ -244,7 +321,13 @@ def bench_claimdb(
             from tabverify.claimdb.trace import TraceWriter
             from tabverify.llm.client import ChatClient
 
+            bench.database_paths(claim_list, dbs)  # a missing database before any work
             detector = NeiDetector(encoder)
+            if trace is not None:  # this run's traces only (the token statistics are read from it)
+                try:
+                    trace.write_text("", encoding="utf-8")
+                except OSError as exc:
+                    fail(f"--trace {trace}: cannot write ({exc.strerror or exc})")
             writer = TraceWriter(trace) if trace is not None else None
 
             agent = LlmVerifier(ChatClient(config), max_tool_calls=max_tool_calls, trace=writer)
@@ -306,7 +389,10 @@ def train_nei(
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: is a file; name a folder")
     with input_errors():
-        chosen = text_encoder(encoder)
+        try:
+            chosen = text_encoder(encoder)
+        except ValueError as exc:
+            fail(f"--encoder: {exc}")
         target = out_dir / MODEL_FILES[chosen.name]
         try:
             out_dir.mkdir(parents=True, exist_ok=True)

@@ -132,6 +132,7 @@ def check(
     model: claimdb.ModelOption = None,
     api_key_env: claimdb.KeyEnvOption = "TABVERIFY_LLM_API_KEY",
     llm_timeout: claimdb.LlmTimeoutOption = 120.0,
+    llm_retries: claimdb.LlmRetriesOption = 3,
     encoder: claimdb.EncoderOption = "auto",
 ) -> None:
     """Verify statements against a table, or claims against a whole database (--db without --table:
@@ -156,6 +157,7 @@ def check(
         claimdb.check_database(
             db, statements, extra_info=extra_info, verifier=verifier, trace=trace, base_url=base_url,
             model=model, api_key_env=api_key_env, llm_timeout=llm_timeout, encoder=encoder, as_json=as_json,
+            llm_retries=llm_retries,
         )  # fmt: skip
     if extra_info or trace is not None or verifier != "auto" or base_url or model:
         fail("--extra-info, --verifier, --trace, --llm-base-url and --model are for claims against a "
