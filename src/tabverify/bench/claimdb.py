@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from tabverify.claimdb.claims import Claim, ClaimProblem, claimdb_category, claimdb_label, read_claims
-from tabverify.claimdb.nei import NeiCheck, NeiDetector, cross_validate, text_encoder
+from tabverify.claimdb.nei import NeiCheck, NeiDetector, cross_validate
 from tabverify.claimdb.schema import SchemaSet, load_schemas
 from tabverify.errors import DatasetError
+from tabverify.text.encoders import get_encoder
 from tabverify.verify.verdict import NeiSubtype, Verdict
 
 CLASSES = ("ENTAILED", "CONTRADICTED", "NOT ENOUGH INFO")
@@ -182,7 +183,7 @@ def run_schema_only(
                 done[0] += 1
                 progress("cross-validation", done[0], cv)
 
-        chosen = text_encoder(encoder)
+        chosen = get_encoder(encoder)
         checks = cross_validate(claims, schemas, encoder=chosen, folds=cv, progress=note)
         detector_encoder = chosen.name
         protocol = (

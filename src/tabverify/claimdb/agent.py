@@ -27,9 +27,11 @@ from tabverify.claimdb.claims import claimdb_category, claimdb_label
 from tabverify.claimdb.nei import NeiCheck
 from tabverify.claimdb.numbers import NumberCheck, check_numbers, judge_numbers
 from tabverify.claimdb.trace import TraceWriter
-from tabverify.database import Database, QueryResult, Schema
+from tabverify.database import Database, QueryResult
+from tabverify.database.schema import render_schema
 from tabverify.errors import LlmError
 from tabverify.llm.client import ChatClient, ChatReply
+from tabverify.text.normalize import letter_words, one_line
 from tabverify.verify.verdict import Label, LimitNotice, NeiSubtype, ResultValue, TraceStep, Verdict
 
 TOOL_NAME = "execute_sql"
@@ -154,16 +156,12 @@ class ParsedVerdict:
     lenient: bool = False
 
 
-def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^A-Za-z]+", " ", text).upper().split())
-
-
 def normalise_label(text: object) -> tuple[Label | None, NeiSubtype | None]:
     """A label (and subtype, when written with it: ``NOT ENOUGH INFO (SUBJECTIVE)``) from the
     case and spelling variants models write; (None, None) when it is none of them."""
     if not isinstance(text, str) or not text.strip() or len(text) > 200:
         return None, None
-    words = _words(text)
+    words = letter_words(text)
     for form in sorted(_LABEL_FORMS, key=len, reverse=True):
         if words == form or words.startswith(form + " "):
             rest = words[len(form) :].strip()
@@ -178,7 +176,7 @@ def normalise_subtype(text: object) -> NeiSubtype | None:
     """An NEI subtype from its variants (``out_of_schema``, ``Out-of-Schema``, ``hypothetical``)."""
     if not isinstance(text, str) or not text.strip() or len(text) > 100:
         return None
-    words = _words(text)
+    words = letter_words(text)
     if words in _SUBTYPE_FORMS:
         return _SUBTYPE_FORMS[words]
     close = difflib.get_close_matches(words, list(_SUBTYPE_FORMS), n=1, cutoff=0.8)
@@ -278,121 +276,13 @@ def label_from_text(text: str) -> ParsedVerdict | None:
 # ---- what the model sees ------------------------------------------------------------------------
 
 
-def _identifier(name: str) -> str:
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        return name
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _cut(text: str | None, limit: int) -> str:
-    if not text or limit <= 0:
-        return ""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
-
-
-def _shorten(text: str, limit: int) -> str:
-    """``text`` (already on one line) cut to ``limit`` characters with a visible mark."""
-    if limit <= 0:
-        return ""
-    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
-
-
-@dataclass(frozen=True)
-class _TableText:
-    """A table's schema text, prepared once: the head line, per column its line start and its
-    description and value description (whitespace normalised), and the foreign-key lines."""
-
-    head: str
-    columns: tuple[tuple[str, str, str], ...]
-    keys: tuple[str, ...]
-
-    @staticmethod
-    def of(table: Any) -> _TableText:
-        rows = f"{table.row_count:,}" if table.row_count is not None else "unknown"
-        if table.row_count is not None and not table.row_count_exact:
-            rows = "~" + rows
-        kind = "view" if table.kind == "view" else "table"
-        head = f"{kind} {_identifier(table.name)} ({rows} rows)"
-        if table.primary_key:
-            head += "; primary key: " + ", ".join(_identifier(c) for c in table.primary_key)
-        columns = []
-        for column in table.columns:
-            description = " ".join((column.description or "").split())
-            if _words(description) == _words(column.name):
-                description = ""  # BIRD repeats the column name when there is no description
-            values = " ".join((column.value_description or "").split())
-            if _words(values) == _words(description):
-                values = ""  # BIRD often repeats the description as the value description
-            columns.append(
-                (f"  - {_identifier(column.name)} ({column.type or 'untyped'})", description, values)
-            )
-        keys = tuple(
-            f"  foreign key ({', '.join(_identifier(c) for c in key.columns)}) -> "
-            f"{_identifier(key.ref_table)}({', '.join(_identifier(c) for c in key.ref_columns)})"
-            for key in table.foreign_keys
-        )
-        return _TableText(head, tuple(columns), keys)
-
-    def render(self, description_chars: int, value_chars: int) -> str:
-        lines = [self.head]
-        for start, description, values in self.columns:
-            line = start
-            described = _shorten(description, description_chars)
-            if described:
-                line += f": {described}"
-            shown = _shorten(values, value_chars)
-            if shown:
-                line += f"; values: {shown}"
-            lines.append(line)
-        lines.extend(self.keys)
-        return "\n".join(lines)
-
-
-_DESCRIPTION_LEVELS = (
-    (400, 400), (300, 200), (200, 150), (150, 100), (100, 60), (70, 40), (50, 0), (30, 0), (0, 0)
-)  # fmt: skip
-"""Description and value-description lengths tried in turn until the schema fits its bound."""
-
-
-def render_schema(schema: Schema, max_chars: int = 20_000) -> str:
-    """The schema as the model reads it: tables with row counts and keys, columns with types and
-    BIRD column/value descriptions, at most about ``max_chars`` characters. On big schemas the
-    descriptions are cut shorter step by step, then dropped; tables that still do not fit are
-    listed by name only."""
-    prepared = [_TableText.of(t) for t in schema.tables]
-    for description_chars, value_chars in _DESCRIPTION_LEVELS:
-        text = "\n".join(t.render(description_chars, value_chars) for t in prepared)
-        if len(text) <= max_chars:
-            if (description_chars, value_chars) != _DESCRIPTION_LEVELS[0]:
-                text += "\n(descriptions shortened to fit)"
-            return text
-    # the names of the tables matter more than the columns of one more table: reserve room for them
-    all_names = ", ".join(_identifier(t.name) for t in schema.tables)
-    budget = max_chars - min(len(all_names), max_chars // 2) - 120
-    shown: list[str] = []
-    used = 0
-    for table in prepared:
-        part = table.render(0, 0)
-        if used + len(part) + 1 > budget:
-            break
-        shown.append(part)
-        used += len(part) + 1
-    rest = [t.name for t in schema.tables[len(shown) :]]
-    names = _shorten(", ".join(_identifier(n) for n in rest), max(200, max_chars // 2))
-    shown.append(
-        f"({len(rest)} more tables, columns not shown: {names}; see one with SELECT * FROM <table> LIMIT 3)"
-    )
-    return "\n".join(shown)
-
-
 def _cell(value: object, limit: int) -> object:
     if isinstance(value, str):
-        return _cut(value, limit) if len(value) > limit else value
+        return one_line(value, limit) if len(value) > limit else value
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, list | dict):
-        return _cut(json.dumps(value, ensure_ascii=False, default=str), limit)
+        return one_line(json.dumps(value, ensure_ascii=False, default=str), limit)
     return value
 
 
@@ -401,9 +291,9 @@ def format_result(result: QueryResult, max_rows: int = 50, max_chars: int = 4000
     the columns and one JSON row per line, with a note when rows were left out (the database's
     truncation notice, or the character cap)."""
     if not result.ok:
-        return _cut(f"error ({result.error_kind}): {result.error}", max_chars)
+        return one_line(f"error ({result.error_kind}): {result.error}", max_chars)
     cell_limit = max(20, min(500, max_chars // 8))
-    header = _cut(
+    header = one_line(
         "columns: " + json.dumps(list(result.columns), ensure_ascii=False), max(100, max_chars // 3)
     )
     lines = [header]
@@ -439,10 +329,8 @@ def _precheck_text(check: NeiCheck) -> str:
     phrases = f" (phrases: {', '.join(repr(p) for p in check.phrases[:5])})" if check.phrases else ""
     if check.nei:
         subtype = check.subtype.value.upper() if check.subtype else "NOT ENOUGH INFO"
-        return (
-            f"{intro}the claim looks {subtype}, p={check.probability:.2f}: {_cut(check.reason, 300)}{phrases}"
-        )
-    return f"{intro}no sign of NOT ENOUGH INFO, p={check.probability:.2f}: {_cut(check.reason, 300)}{phrases}"
+        return f"{intro}the claim looks {subtype}, p={check.probability:.2f}: {one_line(check.reason, 300)}{phrases}"
+    return f"{intro}no sign of NOT ENOUGH INFO, p={check.probability:.2f}: {one_line(check.reason, 300)}{phrases}"
 
 
 # ---- the agent ----------------------------------------------------------------------------------
@@ -681,7 +569,7 @@ class LlmVerifier:
             session.tokens[key] += int(reply.usage.get(key, 0) or 0)
         names = [str(c.get("function", {}).get("name", "")) for c in reply.tool_calls]
         text = reply.content.strip() or (f"tool calls: {', '.join(names)}" if names else "(empty reply)")
-        session.steps.append(TraceStep("message", _cut(text, 2000), elapsed_s=reply.elapsed_s))
+        session.steps.append(TraceStep("message", one_line(text, 2000), elapsed_s=reply.elapsed_s))
         return reply
 
     def _tool_message(self, session: _Session, database: Database, call: dict[str, Any]) -> dict[str, Any]:
@@ -697,7 +585,7 @@ class LlmVerifier:
         sql, problem = None, None
         if name != TOOL_NAME:
             problem = (
-                f"unknown tool {_cut(name, 80)!r}; the only tool is {TOOL_NAME} with "
+                f"unknown tool {one_line(name, 80)!r}; the only tool is {TOOL_NAME} with "
                 '{"query": "SELECT ..."}'
             )
         else:
@@ -709,7 +597,7 @@ class LlmVerifier:
                     sql = value.strip()
             if sql is None:
                 problem = (
-                    f"malformed arguments {_cut(str(arguments), 120)!r}; call {TOOL_NAME} with a JSON object "
+                    f"malformed arguments {one_line(str(arguments), 120)!r}; call {TOOL_NAME} with a JSON object "
                     '{"query": "SELECT ..."}'
                 )
             elif len(sql) > MAX_SQL_CHARS:
@@ -817,7 +705,7 @@ class LlmVerifier:
             limits=tuple(session.limits),
             subtype=None,
             sql=decisive.sql if decisive is not None else "",
-            source=f"{self.source} (no verdict: {_cut(reason, 300)})",
+            source=f"{self.source} (no verdict: {one_line(reason, 300)})",
             trace=tuple(session.steps),
         )
 
@@ -863,7 +751,7 @@ def _result_value(result: QueryResult | None) -> ResultValue:
     text = "; ".join(", ".join(str(v) for v in row) for row in result.rows[:10])
     if len(result.rows) > 10 or result.truncated:
         text += "; …"
-    return _cut(text, 300)
+    return one_line(text, 300)
 
 
 __all__ = [
@@ -877,5 +765,4 @@ __all__ = [
     "normalise_label",
     "normalise_subtype",
     "parse_verdict",
-    "render_schema",
 ]

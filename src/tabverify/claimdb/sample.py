@@ -39,6 +39,7 @@ from pathlib import Path
 
 from tabverify.claimdb.schema import TABLES_FILES, load_schemas
 from tabverify.database import Database, Schema, TableSchema, connect
+from tabverify.database.duck import quote
 from tabverify.errors import DatabaseError, DatasetError
 from tabverify.files import read_json
 
@@ -543,11 +544,6 @@ def _accumulate(values: Sequence[int]) -> list[int]:
 
 
 # ---- writing the database ------------------------------------------------------------------------
-
-
-def quote(name: str) -> str:
-    """An SQL identifier in double quotes."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def create_table_sql(table: TableSchema) -> str:

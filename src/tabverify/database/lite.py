@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tabverify.database.core import Database, EngineRefusal, QueryTimeout, one_line
+from tabverify.database.core import Database, EngineRefusal, QueryTimeout
 from tabverify.database.duck import quote
 from tabverify.database.safety import refused_function
 from tabverify.database.schema import ColumnSchema, ForeignKey, TableSchema
 from tabverify.errors import DatabaseError
+from tabverify.text.normalize import one_line
 
 READ_PRAGMAS = frozenset(
     {"table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo"}

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tabverify.database.core import Database, QueryTimeout, one_line
+from tabverify.database.core import Database, QueryTimeout
 from tabverify.database.duck import quote
 from tabverify.database.schema import ColumnSchema, ForeignKey, TableSchema
 from tabverify.errors import DatabaseError
+from tabverify.text.normalize import one_line
 
 EXACT_COUNT_LIMIT = 1_000_000
 """Tables the planner estimates above this many rows get the estimate (``row_count_exact=False``)."""

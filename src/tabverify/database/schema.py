@@ -1,16 +1,19 @@
 """What a database holds: tables, columns, keys, row counts, and the BIRD-layout column
-descriptions (``database_description/<table>.csv``) attached to the columns."""
+descriptions (``database_description/<table>.csv``) attached to the columns; and
+:func:`render_schema`, a schema as bounded text for a language model's prompt."""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tabverify.errors import DatabaseError
 from tabverify.files import read_bytes
+from tabverify.text.normalize import letter_words, one_line
 
 DESCRIPTION_FOLDER = "database_description"
 """The folder of BIRD column descriptions, looked for next to a database file."""
@@ -215,3 +218,100 @@ def attach_descriptions(
             columns.append(replace(column, description=description, value_description=values))
         result.append(replace(table, columns=tuple(columns)))
     return result, warnings
+
+
+# ---- schema text for prompts ----------------------------------------------------------------
+
+
+def _identifier(name: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class _TableText:
+    """A table's schema text, prepared once: the head line, per column its line start and its
+    description and value description (whitespace normalised), and the foreign-key lines."""
+
+    head: str
+    columns: tuple[tuple[str, str, str], ...]
+    keys: tuple[str, ...]
+
+    @staticmethod
+    def of(table: TableSchema) -> _TableText:
+        rows = f"{table.row_count:,}" if table.row_count is not None else "unknown"
+        if table.row_count is not None and not table.row_count_exact:
+            rows = "~" + rows
+        kind = "view" if table.kind == "view" else "table"
+        head = f"{kind} {_identifier(table.name)} ({rows} rows)"
+        if table.primary_key:
+            head += "; primary key: " + ", ".join(_identifier(c) for c in table.primary_key)
+        columns = []
+        for column in table.columns:
+            description = " ".join((column.description or "").split())
+            if letter_words(description) == letter_words(column.name):
+                description = ""  # BIRD repeats the column name when there is no description
+            values = " ".join((column.value_description or "").split())
+            if letter_words(values) == letter_words(description):
+                values = ""  # BIRD often repeats the description as the value description
+            columns.append(
+                (f"  - {_identifier(column.name)} ({column.type or 'untyped'})", description, values)
+            )
+        keys = tuple(
+            f"  foreign key ({', '.join(_identifier(c) for c in key.columns)}) -> "
+            f"{_identifier(key.ref_table)}({', '.join(_identifier(c) for c in key.ref_columns)})"
+            for key in table.foreign_keys
+        )
+        return _TableText(head, tuple(columns), keys)
+
+    def render(self, description_chars: int, value_chars: int) -> str:
+        lines = [self.head]
+        for start, description, values in self.columns:
+            line = start
+            described = one_line(description, description_chars)
+            if described:
+                line += f": {described}"
+            shown = one_line(values, value_chars)
+            if shown:
+                line += f"; values: {shown}"
+            lines.append(line)
+        lines.extend(self.keys)
+        return "\n".join(lines)
+
+
+_DESCRIPTION_LEVELS = (
+    (400, 400), (300, 200), (200, 150), (150, 100), (100, 60), (70, 40), (50, 0), (30, 0), (0, 0)
+)  # fmt: skip
+"""Description and value-description lengths tried in turn until the schema fits its bound."""
+
+
+def render_schema(schema: Schema, max_chars: int = 20_000) -> str:
+    """The schema as a language model reads it in a prompt: tables with row counts and keys, columns
+    with types and BIRD column/value descriptions, at most about ``max_chars`` characters. On big schemas the
+    descriptions are cut shorter step by step, then dropped; tables that still do not fit are
+    listed by name only."""
+    prepared = [_TableText.of(t) for t in schema.tables]
+    for description_chars, value_chars in _DESCRIPTION_LEVELS:
+        text = "\n".join(t.render(description_chars, value_chars) for t in prepared)
+        if len(text) <= max_chars:
+            if (description_chars, value_chars) != _DESCRIPTION_LEVELS[0]:
+                text += "\n(descriptions shortened to fit)"
+            return text
+    # the names of the tables matter more than the columns of one more table: reserve room for them
+    all_names = ", ".join(_identifier(t.name) for t in schema.tables)
+    budget = max_chars - min(len(all_names), max_chars // 2) - 120
+    shown: list[str] = []
+    used = 0
+    for table in prepared:
+        part = table.render(0, 0)
+        if used + len(part) + 1 > budget:
+            break
+        shown.append(part)
+        used += len(part) + 1
+    rest = [t.name for t in schema.tables[len(shown) :]]
+    names = one_line(", ".join(_identifier(n) for n in rest), max(200, max_chars // 2))
+    shown.append(
+        f"({len(rest)} more tables, columns not shown: {names}; see one with SELECT * FROM <table> LIMIT 3)"
+    )
+    return "\n".join(shown)

@@ -3,6 +3,9 @@
 The TabFact release lemmatizes statements ("there be 3 democrat", "win"), while tables and users
 write raw text ("democrats", "won"). Linking compares *stems*: both sides go through the same
 light, deterministic reduction, so a plural in a cell meets a singular in a statement.
+
+Also the small text helpers every layer shares: :func:`one_line` (bounded one-line text for
+messages and prompts) and :func:`letter_words` (a case- and punctuation-blind key).
 """
 
 from __future__ import annotations
@@ -64,6 +67,21 @@ def stem(word: str) -> str:
 def tokenize(text: str) -> list[Token]:
     """Split text into word, number and punctuation tokens, keeping character offsets."""
     return [Token(m.group(0), stem(m.group(0)), Span(m.start(), m.end())) for m in _TOKEN_RE.finditer(text)]
+
+
+def one_line(message: object, limit: int = 500) -> str:
+    """A message (or any text for a person or a model) on one line, whitespace folded, cut to
+    ``limit`` characters with a visible "…"; empty for None or a ``limit`` of 0 or less."""
+    if message is None or limit <= 0:
+        return ""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
+
+
+def letter_words(text: str) -> str:
+    """The ASCII-letter words of ``text``, upper case, one space apart (``"nei (subjective)!"`` ->
+    ``"NEI SUBJECTIVE"``): a key that ignores case, digits and punctuation."""
+    return " ".join(re.sub(r"[^A-Za-z]+", " ", text).upper().split())
 
 
 @lru_cache(maxsize=500_000)
