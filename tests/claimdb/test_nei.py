@@ -357,12 +357,6 @@ def test_broken_model_files_are_one_line_model_errors(tmp_path: Path) -> None:
     assert NeiDetector("hashing", model_path=good).model.threshold == NeiModel.load("hashing").threshold
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NeiModel.load checks the shapes of word_w, claim_w, tone_w, subtype_w and subtype_mean only: a model "
-    "with mean/std/subtype_b/subtype_std of another length, an empty threshold or NaN weights loads and then "
-    "fails (ValueError/IndexError) or never says NEI (reported; nei.py is being refactored)",
-)
 @pytest.mark.parametrize("change", ["mean", "subtype_b", "threshold", "nan"])
 def test_model_files_with_other_inconsistent_arrays_are_refused(
     tmp_path: Path, change: str, formula_1: Schema

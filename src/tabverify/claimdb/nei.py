@@ -39,12 +39,20 @@ from tabverify.claimdb.claims import Claim
 from tabverify.claimdb.schema import SchemaSet
 from tabverify.database.schema import Schema
 from tabverify.errors import ModelError
-from tabverify.text.encoders import HashingEncoder, MiniLMEncoder, TextEncoder, get_encoder, stable_hash
+from tabverify.text.encoders import MiniLMEncoder, TextEncoder, get_encoder, stable_hash
 from tabverify.verify.verdict import Label, NeiSubtype
 
 SUBTYPES = (NeiSubtype.OUT_OF_SCHEMA, NeiSubtype.COUNTERFACTUAL, NeiSubtype.SUBJECTIVE)
 MODEL_FILES = {"minilm": "nei_minilm.npz", "hashing": "nei_hashing.npz"}
 """The shipped models, by encoder name."""
+TRAIN_HINT = (
+    "train one with `tabverify train nei --claims FILE --schema DIR --out DIR` and pass that file, "
+    "or leave the option out to use the shipped model"
+)
+DENSE_FEATURES = 13
+"""The counts of :meth:`NeiModel.dense`."""
+SUBTYPE_FEATURES = 6
+"""The features of :meth:`NeiModel.subtype_dense`."""
 BOW_DIM = 2048
 """Hashed word and word-pair features of a claim."""
 GENERIC_MIN_DATABASES = 2
@@ -409,15 +417,15 @@ class NeiModel:
             0.0,
             np.zeros(1),
             0.0,
-            np.zeros(13),
-            np.ones(13),
+            np.zeros(DENSE_FEATURES),
+            np.ones(DENSE_FEATURES),
             0.5,
             np.zeros((1, 3)),
             np.zeros(3),
             np.zeros(1),
             0.0,
-            np.zeros(6),
-            np.ones(6),
+            np.zeros(SUBTYPE_FEATURES),
+            np.ones(SUBTYPE_FEATURES),
         )
         if keys:
             ordered = sorted(keys)
@@ -458,7 +466,7 @@ class NeiModel:
             words = sorted(total)
             target = np.array([subjective[w] / total[w] for w in words])
             self.tone_w, self.tone_b = _fit_logistic(encoder.encode(words), target, l2=0.3, steps=300)
-        self.subtype_mean, self.subtype_std = np.zeros(6), np.ones(6)
+        self.subtype_mean, self.subtype_std = np.zeros(SUBTYPE_FEATURES), np.ones(SUBTYPE_FEATURES)
         if not examples:
             self.subtype_w, self.subtype_b = (
                 np.zeros((encoder.dim + 6, len(SUBTYPES))),
@@ -504,41 +512,60 @@ class NeiModel:
         from tabverify.models import check_array, not_a_model, read_arrays
 
         filename = model_file(encoder)
-        data = read_arrays(filename, path)
+        data = read_arrays(filename, path, TRAIN_HINT)
 
         def fail(reason: str) -> ModelError:
-            return not_a_model(filename, path, "NOT ENOUGH INFO", reason)
+            return not_a_model(filename, path, "NOT ENOUGH INFO", reason, hint=TRAIN_HINT)
 
         name = str(check_array(data, "encoder", "U", 0, fail))
         if name != encoder:
             raise fail(f"it was trained with the {name} encoder, not {encoder}")
+
+        def scalar(key: str) -> float:
+            array = check_array(data, key, "f", 1, fail)
+            if array.shape != (1,):
+                raise fail(f"array {key!r} has shape {array.shape}, expected one value")
+            return float(array[0])
+
         model = cls(
             encoder=name,
             generic=frozenset(str(w) for w in check_array(data, "generic", "U", 1, fail)),
             word_w=check_array(data, "word_w", "f", 1, fail),
-            word_b=float(check_array(data, "word_b", "f", 1, fail)[0]),
+            word_b=scalar("word_b"),
             claim_w=check_array(data, "claim_w", "f", 1, fail),
-            claim_b=float(check_array(data, "claim_b", "f", 1, fail)[0]),
+            claim_b=scalar("claim_b"),
             mean=check_array(data, "mean", "f", 1, fail),
             std=check_array(data, "std", "f", 1, fail),
-            threshold=float(check_array(data, "threshold", "f", 1, fail)[0]),
+            threshold=scalar("threshold"),
             subtype_w=check_array(data, "subtype_w", "f", 2, fail),
             subtype_b=check_array(data, "subtype_b", "f", 1, fail),
             tone_w=check_array(data, "tone_w", "f", 1, fail),
-            tone_b=float(check_array(data, "tone_b", "f", 1, fail)[0]),
+            tone_b=scalar("tone_b"),
             subtype_mean=check_array(data, "subtype_mean", "f", 1, fail),
             subtype_std=check_array(data, "subtype_std", "f", 1, fail),
         )
-        dim = {"minilm": MiniLMEncoder.dim, "hashing": HashingEncoder().dim}.get(encoder)
-        features = BOW_DIM + (dim or 0) + len(model.mean)
-        if dim is not None and (
-            model.word_w.shape != (dim + 1,)
-            or model.claim_w.shape != (features,)
-            or model.tone_w.shape != (dim,)
-            or model.subtype_w.shape != (dim + 6, len(SUBTYPES))
-            or model.subtype_mean.shape != (6,)
-        ):
-            raise fail("its arrays do not have the shapes of this encoder's features")
+        dim = get_encoder(encoder).dim
+        expected = {
+            "word_w": (dim + 1,),
+            "claim_w": (BOW_DIM + dim + DENSE_FEATURES,),
+            "mean": (DENSE_FEATURES,),
+            "std": (DENSE_FEATURES,),
+            "tone_w": (dim,),
+            "subtype_w": (dim + SUBTYPE_FEATURES, len(SUBTYPES)),
+            "subtype_b": (len(SUBTYPES),),
+            "subtype_mean": (SUBTYPE_FEATURES,),
+            "subtype_std": (SUBTYPE_FEATURES,),
+        }
+        for key, shape in expected.items():
+            array = getattr(model, key)
+            if array.shape != shape:
+                raise fail(f"array {key!r} has shape {array.shape}, this encoder's features need {shape}")
+            if not np.all(np.isfinite(array)):
+                raise fail(f"array {key!r} holds NaN or infinite values")
+        if not all(np.isfinite(v) for v in (model.word_b, model.claim_b, model.tone_b, model.threshold)):
+            raise fail("a bias or the threshold is NaN or infinite")
+        if np.any(model.std <= 0) or np.any(model.subtype_std <= 0):
+            raise fail("a feature scale (std) is not positive")
         return model
 
 

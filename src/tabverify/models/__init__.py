@@ -35,12 +35,15 @@ def model_location(filename: str, path: str | Path | None) -> str:
     return str(path) if path is not None else f"the package's models/{filename}"
 
 
-def not_a_model(filename: str, path: str | Path | None, kind: str, reason: str) -> ModelError:
-    """The error for a file that reads but does not hold a ``kind`` model ("ranker", "verdict")."""
-    return ModelError(f"{model_location(filename, path)} is not a {kind} model file ({reason}); {TRAIN_HINT}")
+def not_a_model(
+    filename: str, path: str | Path | None, kind: str, reason: str, hint: str = TRAIN_HINT
+) -> ModelError:
+    """The error for a file that reads but does not hold a ``kind`` model ("ranker", "verdict"),
+    ending with how to get a good one (``hint``)."""
+    return ModelError(f"{model_location(filename, path)} is not a {kind} model file ({reason}); {hint}")
 
 
-def check_declared_size(source: str | Path | BinaryIO, location: str) -> None:
+def check_declared_size(source: str | Path | BinaryIO, location: str, hint: str = TRAIN_HINT) -> None:
     """Refuse a model file whose members declare more than :data:`MAX_MODEL_BYTES` uncompressed.
 
     ``source`` is a path or a seekable binary handle (left at the start again); only the zip
@@ -68,11 +71,13 @@ def check_declared_size(source: str | Path | BinaryIO, location: str) -> None:
             continue
         raise ModelError(
             f"cannot load {location}: {what} uncompressed, more than the {MAX_MODEL_BYTES} "
-            f"(100 MB) a model file may hold; {TRAIN_HINT}"
+            f"(100 MB) a model file may hold; {hint}"
         )
 
 
-def read_arrays(filename: str, path: str | Path | None = None) -> dict[str, np.ndarray]:
+def read_arrays(
+    filename: str, path: str | Path | None = None, hint: str = TRAIN_HINT
+) -> dict[str, np.ndarray]:
     """The arrays of a model file: ``path`` when given, else the package's own ``filename``.
 
     Every array is read in full here (no pickled objects), so a truncated or corrupt file fails
@@ -87,15 +92,15 @@ def read_arrays(filename: str, path: str | Path | None = None) -> dict[str, np.n
     try:
         if path is None:
             with resources.files("tabverify").joinpath("models", filename).open("rb") as handle:
-                check_declared_size(handle, model_location(filename, path))
+                check_declared_size(handle, model_location(filename, path), hint)
                 with np.load(handle, allow_pickle=False) as data:
                     return {key: np.asarray(data[key]) for key in data.files}
-        check_declared_size(path, model_location(filename, path))
+        check_declared_size(path, model_location(filename, path), hint)
         with np.load(path, allow_pickle=False) as data:
             return {key: np.asarray(data[key]) for key in data.files}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise ModelError(f"cannot load {model_location(filename, path)}: {reason}; {TRAIN_HINT}") from exc
+        raise ModelError(f"cannot load {model_location(filename, path)}: {reason}; {hint}") from exc
 
 
 def check_array(
