@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 DATA ?= ../shared/datasets/tabfact
 ARXIVERI ?= ../shared/datasets/arxiveri
 COREF ?= ../shared/datasets/coref
+CLAIMDB ?= ../shared/datasets/claimdb
 JOBS ?= 2
 EXAMPLE := src/tabverify/examples/league.csv
 EXAMPLES := src/tabverify/examples
@@ -32,6 +33,12 @@ demo: $(VENV)/.installed
 		--html results/crosscheck.html || [ $$? -eq 1 ]
 	$(VENV)/bin/tabverify coref score $(EXAMPLES)/coref_gold.jsonl $(EXAMPLES)/coref_system.jsonl \
 		--match overlap --html results/coref.html
+	@if [ -d $(CLAIMDB)/schema ]; then \
+		$(VENV)/bin/tabverify claimdb sample results/claimdb-sample --schema $(CLAIMDB)/schema && \
+		{ $(VENV)/bin/tabverify check --db results/claimdb-sample/formula_1/formula_1.sqlite \
+			"If Sebastian Vettel had driven for Caterham, he would not have won the 2013 title." \
+			"Mercedes gained more social media followers than any other constructor." || [ $$? -eq 1 ]; }; \
+	else echo "demo: $(CLAIMDB)/schema not found; skipping the ClaimDB example (set CLAIMDB=DIR)"; fi
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
