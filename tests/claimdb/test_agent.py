@@ -26,7 +26,7 @@ from tabverify.database import Database, QueryResult, connect
 from tabverify.errors import LlmError
 from tabverify.llm import ChatClient, LlmConfig
 from tabverify.verify.verdict import Label, NeiSubtype, Verifier
-from tests.llm_server import LlmServer, standard_models
+from tests.llm_server import LlmServer, Reply, answer, call, standard_models
 
 KEY = "sk-test-agent-SECRET-4242"
 GAMES = 30_000
@@ -417,3 +417,42 @@ def test_format_result_bounds_rows_and_characters() -> None:
         "error (syntax): syntax error: near x"
     )
     assert format_result(QueryResult(sql="SELECT", columns=("n",), rows=((3,),))).endswith("(1 row)")
+
+
+def test_an_empty_reply_is_nudged_without_tools(db: Database) -> None:
+    """A server that cannot write text while tools are offered (llama-cpp-python's
+    chatml-function-calling with tool_choice "auto" constrains a message to nothing): the model
+    queries, then sends an empty message; the nudge goes without tools, and the verdict comes."""
+
+    def tools_or_nothing(request: dict) -> dict:
+        if not request.get("tools"):
+            return answer("ENTAILED", "Ana Ruiz scored 31.")
+        if not any(m.get("role") == "tool" for m in request["messages"]):
+            return call("SELECT points FROM players WHERE name = 'Ana Ruiz'")
+        return {"role": "assistant", "content": ""}
+
+    with LlmServer({"llama-cpp": tools_or_nothing}) as server:
+        verdict = verifier(server, "llama-cpp").verify("Ana Ruiz scored 31 points.", db)
+        chats = server.chats("llama-cpp")
+    assert verdict.label is Label.ENTAILED and verdict.confidence == 0.8
+    assert [bool(c.get("tools")) for c in chats] == [True, True, False]
+    assert chats[2]["messages"][-1]["content"].startswith("Your reply was empty.")
+
+
+def test_tool_call_messages_go_back_with_string_content(db: Database) -> None:
+    """llama-cpp-python's server sends tool calls with ``"content": null`` but refuses (HTTP 500, a
+    validation error) an assistant message with null content when it comes back in the history."""
+
+    def strict(request: dict) -> dict | Reply:
+        history = [m for m in request["messages"] if m.get("role") == "assistant"]
+        if any(not isinstance(m.get("content"), str) for m in history):
+            return Reply(status=500, body={"error": {"message": "messages: Input should be a valid string"}})
+        if not history:
+            return call("SELECT points FROM players WHERE name = 'Ana Ruiz'")  # content None
+        return answer("ENTAILED", "Ana Ruiz scored 31.")
+
+    with LlmServer({"strict": strict}) as server:
+        verdict = verifier(server, "strict").verify("Ana Ruiz scored 31 points.", db)
+        second = server.chats("strict")[1]
+    assert verdict.label is Label.ENTAILED and verdict.confidence == 0.8
+    assert second["messages"][2]["role"] == "assistant" and second["messages"][2]["content"] == ""

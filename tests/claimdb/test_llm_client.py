@@ -206,3 +206,49 @@ def test_parse_completion_normalises_what_servers_vary_on() -> None:
     for bad in ({}, {"choices": []}, {"choices": [{"text": "x"}]}, []):
         with pytest.raises(ValueError):
             parse_completion(bad)
+
+
+def test_tool_choice_auto_is_sent_with_tools(server: LlmServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-cpp-python's chatml-function-calling format drops the tools when a request has no
+    tool_choice (the model never sees them), so "auto", OpenAI's default, is said explicitly."""
+    monkeypatch.delenv("TABVERIFY_LLM_TOOL_CHOICE", raising=False)
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    client(server.url).chat(MESSAGES, tools=tools)
+    client(server.url).chat(MESSAGES)
+    client(server.url).chat(MESSAGES, tools=tools, tool_choice="required")
+    client(server.url, tool_choice=None).chat(MESSAGES, tools=tools)
+    first, plain, forced, unset = server.chats()
+    assert first["tool_choice"] == "auto"
+    assert "tool_choice" not in plain and "tools" not in plain  # no tools, no tool_choice
+    assert forced["tool_choice"] == "required"
+    assert "tool_choice" not in unset
+
+
+def test_tool_choice_from_the_environment(server: LlmServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    monkeypatch.setenv("TABVERIFY_LLM_TOOL_CHOICE", "omit")
+    client(server.url).chat(MESSAGES, tools=tools)
+    monkeypatch.setenv("TABVERIFY_LLM_TOOL_CHOICE", "Required")
+    client(server.url).chat(MESSAGES, tools=tools)
+    omitted, required = server.chats()
+    assert "tool_choice" not in omitted and required["tool_choice"] == "required"
+    monkeypatch.setenv("TABVERIFY_LLM_TOOL_CHOICE", "sometimes")
+    with pytest.raises(
+        ChatError, match="TABVERIFY_LLM_TOOL_CHOICE environment variable is 'sometimes'"
+    ) as caught:
+        client(server.url)
+    assert caught.value.kind == "config"
+    monkeypatch.delenv("TABVERIFY_LLM_TOOL_CHOICE")
+    with pytest.raises(ChatError, match="tool_choice is 'always'"):
+        client(server.url, tool_choice="always")
+
+
+def test_a_named_tool_can_be_forced(server: LlmServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TABVERIFY_LLM_TOOL_CHOICE", raising=False)
+    forced = {"type": "function", "function": {"name": "execute_sql"}}
+    client(server.url, tool_choice=forced).chat(
+        MESSAGES, tools=[{"type": "function", "function": {"name": "f"}}]
+    )
+    assert server.chats()[0]["tool_choice"] == forced
+    with pytest.raises(ChatError, match="tool_choice is"):
+        client(server.url, tool_choice={"type": "function", "function": {}})

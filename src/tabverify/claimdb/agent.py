@@ -102,7 +102,13 @@ FINAL_REQUEST = (
     "You have used all {n} tool calls. Do not call tools any more: reply now with only the JSON verdict "
     '{{"verdict": ..., "justification": ..., "subtype": ...}} based on the results you have.'
 )
-NUDGE = "Your reply was empty. Call execute_sql to query the database, or reply with only the JSON verdict."
+NUDGE = (
+    "Your reply was empty. Reply now with only the JSON verdict "
+    '{"verdict": ..., "justification": ..., "subtype": ...} based on the results you have.'
+)
+"""Sent after an empty reply, in a request WITHOUT tools: an empty reply is a turn that chose to
+write a message, and some servers cannot return text while tools are offered (llama-cpp-python's
+``chatml-function-calling`` with ``tool_choice`` ``auto`` constrains a message to nothing)."""
 
 MAX_SQL_CHARS = 20_000
 """A tool call with a longer query is refused (and counted) without running it."""
@@ -498,12 +504,13 @@ class LlmVerifier:
             {"role": "system", "content": system},
             {"role": "user", "content": self._first_message(session, database)},
         ]
-        final_requested = corrected = nudged = False
+        final_requested = corrected = nudged = nudge_pending = False
         max_llm_calls = self.max_tool_calls + 3
         while True:
             if session.llm_calls >= max_llm_calls:
                 return self._failure(session, f"no verdict after {session.llm_calls} model requests")
-            reply = self._chat(session, offer_tools=not final_requested)
+            reply = self._chat(session, offer_tools=not (final_requested or nudge_pending))
+            nudge_pending = False
             content = reply.content
             calls = reply.tool_calls
             if calls and final_requested:
@@ -540,7 +547,7 @@ class LlmVerifier:
                 session.errors.append("empty reply")
                 if nudged:
                     return self._failure(session, "the model sent empty replies")
-                nudged = True
+                nudged = nudge_pending = True  # the next request offers no tools
                 session.messages.append({"role": "user", "content": NUDGE})
                 continue
             session.messages.append({"role": "assistant", "content": content})

@@ -32,6 +32,12 @@ MAX_RETRY_AFTER_S = 120.0
 
 DEFAULT_API_KEY_ENV = "TABVERIFY_LLM_API_KEY"
 
+TOOL_CHOICE_ENV = "TABVERIFY_LLM_TOOL_CHOICE"
+"""Overrides :attr:`LlmConfig.tool_choice` when set: ``auto``, ``required``, ``none``, or ``omit``
+(send no ``tool_choice``)."""
+
+TOOL_CHOICES = ("auto", "required", "none")
+
 BASE_URL_HELP = (
     "--llm-base-url must point at an OpenAI-compatible /v1 endpoint (e.g. http://127.0.0.1:8080/v1)"
 )
@@ -77,6 +83,13 @@ class LlmConfig:
             jitter between 0.5x and 1.5x). A longer ``Retry-After`` from the server wins.
         temperature: sampling temperature.
         max_tokens: the completion token limit sent to the server (None: the server's default).
+        tool_choice: sent with every request that offers tools when the caller gives none. ``auto``
+            is OpenAI's default, sent explicitly because some servers act on tools only when it is
+            there (llama-cpp-python's ``chatml-function-calling`` format drops the tools without it
+            and the model never sees them); None sends no ``tool_choice``; a dict
+            ``{"type": "function", "function": {"name": ...}}`` forces that tool on every request
+            that offers tools. The ``TABVERIFY_LLM_TOOL_CHOICE`` environment variable, when set,
+            overrides it (``auto``, ``required``, ``none``, or ``omit`` for None).
     """
 
     base_url: str
@@ -87,6 +100,7 @@ class LlmConfig:
     backoff_s: float = 1.0
     temperature: float = 0.0
     max_tokens: int | None = 1024
+    tool_choice: str | dict[str, Any] | None = "auto"
 
 
 @dataclass(frozen=True)
@@ -94,8 +108,9 @@ class ChatReply:
     """One chat completion.
 
     Attributes:
-        message: the assistant message as received (``role``, ``content``, and ``tool_calls`` as a
-            list of ``{id, type, function: {name, arguments}}`` with ``arguments`` a string).
+        message: the assistant message as received (``role``, ``content`` as a string, "" when the
+            server sent null, and ``tool_calls`` as a list of ``{id, type, function: {name,
+            arguments}}`` with ``arguments`` a string), ready to be sent back in the conversation.
         finish_reason: ``stop``, ``tool_calls``, ``length``... ("" when the server gave none).
         usage: ``prompt_tokens``, ``completion_tokens``, ``total_tokens`` (0 when not given).
         elapsed_s: wall time of the request, retries and waits included.
@@ -140,6 +155,31 @@ def _check_config(config: LlmConfig) -> str:
             "config",
         )
     return url.rstrip("/")
+
+
+def _tool_choice(config: LlmConfig) -> str | dict[str, Any] | None:
+    """The tool_choice to send with tools: the environment's override, else the config's
+    (ChatError kind ``config`` when it is not one of :data:`TOOL_CHOICES` or a named function)."""
+    value: object = os.environ.get(TOOL_CHOICE_ENV, "").strip().lower()
+    where = f"the {TOOL_CHOICE_ENV} environment variable"
+    if not value:
+        value, where = config.tool_choice, "tool_choice"
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            function = value.get("function")
+            name = function.get("name") if isinstance(function, dict) else None
+            if value.get("type") == "function" and isinstance(name, str) and name:
+                return {"type": "function", "function": {"name": name}}
+    if value == "omit":
+        return None
+    if value not in TOOL_CHOICES:
+        raise ChatError(
+            f"{where} is {value!r}; give auto, required, none, omit (send no tool_choice) or, in "
+            'the config, {"type": "function", "function": {"name": ...}}',
+            "config",
+        )
+    return str(value)
 
 
 def _server_message(body: bytes) -> str:
@@ -241,7 +281,9 @@ def parse_completion(data: object) -> tuple[dict[str, Any], str, dict[str, int]]
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         else:
             raise ValueError('the message "content" is not text')
-    clean: dict[str, Any] = {"role": "assistant", "content": content}
+    # null content (a reply with tool calls) becomes "": the agent sends the message back, and some
+    # servers refuse an assistant message whose content is null (llama-cpp-python answers HTTP 500)
+    clean: dict[str, Any] = {"role": "assistant", "content": content if content is not None else ""}
     calls = _normalise_tool_calls(message.get("tool_calls"))
     if calls:
         clean["tool_calls"] = calls
@@ -260,6 +302,7 @@ class ChatClient:
     def __init__(self, config: LlmConfig):
         self.config = config
         self.base_url = _check_config(config)
+        self.tool_choice = _tool_choice(config)
         self._sleep = time.sleep
 
     @property
@@ -402,7 +445,8 @@ class ChatClient:
         tools: list[dict[str, Any]] | None = None,
         tool_choice: str | dict[str, Any] | None = None,
     ) -> ChatReply:
-        """One chat completion for ``messages`` (OpenAI wire format), offering ``tools`` when given.
+        """One chat completion for ``messages`` (OpenAI wire format), offering ``tools`` when given
+        (with ``tool_choice``, else the client's :attr:`LlmConfig.tool_choice`).
 
         Raises :class:`ChatError` (an LlmError) when the server cannot be reached, refuses the
         request, does not answer in time after the retries, or answers with something that is not a
@@ -416,6 +460,7 @@ class ChatClient:
             payload["max_tokens"] = self.config.max_tokens
         if tools:
             payload["tools"] = tools
+            tool_choice = tool_choice if tool_choice is not None else self.tool_choice
             if tool_choice is not None:
                 payload["tool_choice"] = tool_choice
         body, attempts, elapsed = self._request("POST", "/chat/completions", payload)
