@@ -64,6 +64,8 @@ bench: $(VENV)/.installed
 
 train: $(VENV)/.installed
 	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS) --out src/tabverify/models
+	for encoder in minilm hashing; do $(VENV)/bin/tabverify train nei --claims $(CLAIMDB)/claims-dev.jsonl \
+		--schema $(CLAIMDB)/schema --encoder $$encoder --out src/tabverify/models || exit 1; done
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests scripts
