@@ -507,8 +507,10 @@ class NeiModel:
         )
 
     @classmethod
-    def load(cls, encoder: str, path: str | Path | None = None) -> NeiModel:
-        """The shipped model for ``encoder`` (or the file at ``path``), checked array by array."""
+    def load(cls, encoder: str, path: str | Path | None = None, dim: int | None = None) -> NeiModel:
+        """The shipped model for ``encoder`` (or the file at ``path``), checked array by array against
+        the feature layout of an encoder of ``dim`` dimensions (by default the named built-in
+        encoder's; for another encoder, the dimension its arrays imply, which must agree)."""
         from tabverify.models import check_array, not_a_model, read_arrays
 
         filename = model_file(encoder)
@@ -544,7 +546,11 @@ class NeiModel:
             subtype_mean=check_array(data, "subtype_mean", "f", 1, fail),
             subtype_std=check_array(data, "subtype_std", "f", 1, fail),
         )
-        dim = get_encoder(encoder).dim
+        if dim is None:
+            try:
+                dim = get_encoder(encoder).dim
+            except (ModelError, ValueError):  # a third-party encoder: its arrays must agree with each other
+                dim = model.tone_w.shape[0]
         expected = {
             "word_w": (dim + 1,),
             "claim_w": (BOW_DIM + dim + DENSE_FEATURES,),
@@ -592,7 +598,9 @@ class NeiDetector:
         model: NeiModel | None = None,
     ):
         self.encoder = get_encoder(encoder)
-        self.model = model if model is not None else NeiModel.load(self.encoder.name, model_path)
+        self.model = (
+            model if model is not None else NeiModel.load(self.encoder.name, model_path, self.encoder.dim)
+        )
         self._similarity = _Similarity(self.encoder)
         self._lexicons: dict[int, tuple[Schema, SchemaLexicon]] = {}
 
