@@ -6,12 +6,15 @@ import subprocess
 import sys
 
 
-def run(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``tabverify ARGS`` in a new process, output captured."""
+def run(
+    *args: str, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``tabverify ARGS`` in a new process, output captured (``env``: the whole environment, when given)."""
     return subprocess.run(
         [sys.executable, "-m", "tabverify.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         input=stdin,
+        env=env,
     )

@@ -27,6 +27,7 @@ from tabverify.claimdb.schema import load_schemas
 from tabverify.errors import DatasetError
 from tests.claimdb.conftest import CLAIMDB_SCHEMA, needs_claimdb_schema, sample_records
 from tests.claimdb.sample_model import DiesAfter, SampleModel, hanging
+from tests.cli.conftest import run
 from tests.llm_server import LlmServer, text
 
 pytestmark = pytest.mark.data
@@ -46,13 +47,7 @@ def tv(
     environment.pop("TABVERIFY_DEBUG", None)
     environment[KEY_ENV] = KEY
     environment.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "tabverify.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=environment,
-    )
+    return run(*args, timeout=timeout, env=environment)
 
 
 PROGRESS = re.compile(r"^[a-z][a-z -]*: \d+/\d+$")
