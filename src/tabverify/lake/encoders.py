@@ -45,10 +45,18 @@ A third-party encoder needs no subclassing::
 
     # tabverify lake index DIR --encoder my_package:MyEncoder ... or, in Python:
     # build_lake(source, out, encoder=MyEncoder(model)); run_suite("linkage", MyEncoder(model))
+
+The built-in encoders, built by name with :func:`get_table_encoder` (names read case-insensitively,
+``-`` and ``_`` alike; :data:`TABLE_ENCODERS` lists them):
+
+- ``lexical`` (:class:`LexicalTableEncoder`, numpy only): hashed word 1-2-grams and character
+  3-5-grams of the column, row and table texts, 1,024 buckets. Catches exact tokens (names, model
+  numbers, codes); no paraphrase.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -56,13 +64,17 @@ from typing import Protocol
 import numpy as np
 
 from tabverify.table.model import Table
+from tabverify.text.encoders import LexicalEncoder, UnknownEncoderError
 
 __all__ = [
     "MAX_COLUMN_VALUES",
+    "TABLE_ENCODERS",
+    "LexicalTableEncoder",
     "TableEmbedding",
     "TableEncoder",
     "column_text",
     "column_values",
+    "get_table_encoder",
     "normalize_rows",
     "row_text",
     "table_text",
@@ -137,3 +149,121 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
         vectors = vectors[None, :]
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def _mix(parts: Sequence[np.ndarray], dim: int) -> np.ndarray:
+    """The L2-normalised sum of the L2-normalised non-zero ``parts`` (each a (dim,) vector): every
+    part weighs the same whatever its norm; a zero vector when all parts are zero."""
+    total = np.zeros(dim, dtype=np.float32)
+    for part in parts:
+        total += normalize_rows(part)[0]
+    return normalize_rows(total)[0]
+
+
+def _table_vector(text_vector: np.ndarray, columns: np.ndarray, dim: int) -> np.ndarray:
+    """A table's vector: its text (caption and headers) and the mean of its column vectors
+    (headers and values), each normalised, weighed equally, normalised again."""
+    parts = [text_vector]
+    if len(columns):
+        parts.append(columns.mean(axis=0))
+    return _mix(parts, dim)
+
+
+class _TextTableEncoder:
+    """A table encoder from a text encoder: columns from :func:`column_text`, rows from
+    :func:`row_text`, the table from :func:`table_text` mixed with the mean of its columns
+    (:func:`_table_vector`). Every text of one ``encode`` call goes to the text encoder in one
+    call, so a text encoder that batches batches across tables."""
+
+    name: str
+    dim: int
+    version: str
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(self, tables: Sequence[Table], rows: bool = False) -> list[TableEmbedding]:
+        """Table, column and (when ``rows``) row vectors of ``tables``, in order."""
+        texts: list[str] = []
+        spans: list[tuple[int, int, int, int]] = []  # table text, columns start, rows start, end
+        for table in tables:
+            start = len(texts)
+            texts.append(table_text(table))
+            texts.extend(column_text(table, j) for j in range(table.n_columns))
+            row_start = len(texts)
+            if rows:
+                texts.extend(row_text(table, i) for i in range(table.n_rows))
+            spans.append((start, start + 1, row_start, len(texts)))
+        vectors = self._embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
+        out = []
+        for start, col_start, row_start, end in spans:
+            columns = vectors[col_start:row_start].reshape(row_start - col_start, self.dim)
+            out.append(
+                TableEmbedding(
+                    table=_table_vector(vectors[start], columns, self.dim),
+                    columns=np.array(columns, dtype=np.float32),
+                    rows=np.array(vectors[row_start:end], dtype=np.float32).reshape(end - row_start, self.dim)
+                    if rows
+                    else None,
+                )
+            )
+        return out
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        """Query texts in the space of the table vectors."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed(list(texts))
+
+
+class LexicalTableEncoder(_TextTableEncoder):
+    """Hashed word 1-2-grams and character 3-5-grams (:class:`~tabverify.text.encoders.LexicalEncoder`,
+    1,024 buckets) of each column's text (header and first distinct values), each row's text and
+    the table's text (caption and headers); the table vector is the table text's vector and the
+    mean of the column vectors, weighed equally. Numpy only, deterministic, and a text's vector
+    depends on that text alone, so a table's vectors do not depend on the batch."""
+
+    name = "lexical"
+    dim = 1024
+    version = "1"
+
+    def __init__(self) -> None:
+        self._lexical = LexicalEncoder(dim=self.dim)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        return normalize_rows(self._lexical.encode(list(texts)))
+
+
+TABLE_ENCODERS = ("lexical",)
+"""The names :func:`get_table_encoder` knows."""
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def get_table_encoder(name: str | TableEncoder = "lexical") -> TableEncoder:
+    """The table encoder called ``name`` (one of :data:`TABLE_ENCODERS`; case-insensitive, ``-``
+    and ``_`` alike), or ``name`` itself when it is already an encoder (an object with ``name``,
+    ``dim``, ``encode`` and ``encode_text``).
+
+    Raises:
+        UnknownEncoderError: an unknown name (a ModelError and a ValueError), listing the names.
+        TypeError: neither a name nor an encoder object.
+    """
+    if not isinstance(name, str):
+        if (
+            hasattr(name, "name")
+            and hasattr(name, "dim")
+            and callable(getattr(name, "encode", None))
+            and callable(getattr(name, "encode_text", None))
+        ):
+            return name
+        raise TypeError(
+            "a table encoder is a name or an object with name, dim, encode(tables) and encode_text(texts), "
+            f"not {type(name).__name__}"
+        )
+    key = _key(name)
+    if key == "lexical":
+        return LexicalTableEncoder()
+    raise UnknownEncoderError(f"unknown table encoder {name!r}; use {', '.join(TABLE_ENCODERS)}")
