@@ -51,3 +51,8 @@ class UnsafeQueryError(DatabaseError):
 class LlmError(TabverifyError):
     """A model server could not be used: unreachable, refused the request, unknown model, or kept
     answering with something that is not a chat completion."""
+
+
+class LakeError(TabverifyError):
+    """A table lake could not be opened or written: not a lake, corrupt, built with another encoder
+    or version, or locked by another index run."""
