@@ -155,9 +155,10 @@ def _vectors(blobs: Iterable[bytes], dim: int) -> np.ndarray:
     return np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(-1, dim)
 
 
-def compress_rows(table: Table, max_rows: int = MAX_STORED_ROWS) -> tuple[bytes, int, bool]:
-    """A table's first ``max_rows`` rows as zlib-compressed JSON, how many were kept, and whether
-    rows were left out."""
+def compress_rows(table: Table, max_rows: int | None = None) -> tuple[bytes, int, bool]:
+    """A table's first ``max_rows`` rows (default :data:`MAX_STORED_ROWS`) as zlib-compressed JSON,
+    how many were kept, and whether rows were left out."""
+    max_rows = MAX_STORED_ROWS if max_rows is None else max_rows
     rows = [[cell.text for cell in row] for row in table.rows[:max_rows]]
     data = zlib.compress(json.dumps(rows, ensure_ascii=False).encode("utf-8", "backslashreplace"), 6)
     return data, len(rows), table.n_rows > max_rows
