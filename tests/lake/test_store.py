@@ -304,6 +304,11 @@ def test_missing_or_stale_faiss_files_are_rebuilt_without_encoding(built: tuple[
     # garbage index files: rebuilt too
     (path / TABLES_INDEX).write_bytes(b"garbage")
     assert len(Lake.open(path, NoEncoding())) == 4
+    (path / COLUMNS_INDEX).write_bytes(b"garbage")
+    lake = Lake.open(path, NoEncoding())
+    hits = lake.search_columns(lake.column_vectors("cities.csv")[0], k=2)
+    assert (hits[0].id, hits[0].column) == ("cities.csv", 0)
+    assert (path / COLUMNS_INDEX).stat().st_size > 100
 
 
 def test_not_a_lake_or_a_corrupt_one_is_one_line(tmp_path: Path, built: tuple[Path, Path]) -> None:

@@ -41,6 +41,7 @@ from tabverify.lake.store import (
     check_encoder,
     compress_rows,
     connect_meta,
+    index_state,
     keyword_text,
     read_lake_json,
     vector_bytes,
@@ -355,7 +356,8 @@ def build_lake(
                 _store(connection, pending, encoder, dim, stale)
             if progress is not None:
                 progress("indexing", total, total)
-            build_faiss(out, connection, dim)
+            if index_state(out, connection) is None:  # something changed, or an earlier run was cut short
+                build_faiss(out, connection, dim)
             count = connection.execute("SELECT count(*) FROM tables").fetchone()[0]
         finally:
             connection.close()

@@ -144,12 +144,27 @@ def _faiss() -> Any:
 
 
 def vector_bytes(vector: np.ndarray) -> bytes:
-    """A vector as stored: little-endian float32."""
-    return np.asarray(vector, dtype="<f4").tobytes()
+    """A vector as stored: little-endian float32, or ``z`` and the zlib-compressed float32 when that
+    is smaller by a tenth (sparse vectors, such as the lexical encoder's, shrink about six times)."""
+    raw = np.asarray(vector, dtype="<f4").tobytes()
+    packed = zlib.compress(raw, 1)
+    return b"z" + packed if len(packed) + 1 < 0.9 * len(raw) else raw
+
+
+def _vector_raw(blob: bytes, dim: int) -> bytes:
+    if len(blob) == 4 * dim:
+        return blob
+    if blob[:1] == b"z":
+        raw = zlib.decompress(blob[1:])
+        if len(raw) == 4 * dim:
+            return raw
+    raise LakeError(
+        f"a stored vector of {len(blob)} bytes does not hold {dim} float32 values; rebuild the lake"
+    )
 
 
 def _vectors(blobs: Iterable[bytes], dim: int) -> np.ndarray:
-    data = b"".join(blobs)
+    data = b"".join(_vector_raw(blob, dim) for blob in blobs)
     if not data:
         return np.zeros((0, dim), dtype=np.float32)
     return np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(-1, dim)
@@ -254,6 +269,9 @@ def write_lake_json(path: Path, encoder: Any) -> dict[str, Any]:
 def _atomic_write(target: Path, data: bytes) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.fchmod(handle, 0o666 & ~umask)  # as a plain write would create it, not mkstemp's 0600
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.replace(temporary, target)
@@ -315,27 +333,31 @@ def build_faiss(path: Path, connection: sqlite3.Connection, dim: int, write: boo
     return tables, columns
 
 
-def _load_faiss(path: Path, connection: sqlite3.Connection, dim: int) -> tuple[Any, Any] | None:
-    """The FAISS files, when present and built from the lake's current content."""
+def _read_index(file: Path, count: int, dim: int) -> Any | None:
+    """A FAISS index file holding ``count`` vectors of ``dim``, or None (missing, unreadable, other)."""
     faiss = _faiss()
     try:
+        index = faiss.deserialize_index(np.fromfile(file, dtype=np.uint8))
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return index if index.ntotal == count and index.d == dim else None
+
+
+def index_state(path: Path, connection: sqlite3.Connection) -> dict[str, Any] | None:
+    """``faiss.json`` when it records the lake's current content and both index files exist."""
+    try:
         state = json.loads((path / INDEX_STATE).read_text(encoding="utf-8"))
-        tables = faiss.deserialize_index(np.fromfile(path / TABLES_INDEX, dtype=np.uint8))
-        columns = faiss.deserialize_index(np.fromfile(path / COLUMNS_INDEX, dtype=np.uint8))
-    except (OSError, ValueError, RuntimeError, json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(state, dict) or state.get("generation") != generation(connection):
         return None
     n_tables = connection.execute("SELECT count(*) FROM tables").fetchone()[0]
     n_columns = connection.execute("SELECT count(*) FROM columns").fetchone()[0]
-    if (
-        not isinstance(state, dict)
-        or state.get("generation") != generation(connection)
-        or tables.ntotal != n_tables
-        or columns.ntotal != n_columns
-        or tables.d != dim
-        or columns.d != dim
-    ):
+    if state.get("tables") != n_tables or state.get("columns") != n_columns:
         return None
-    return tables, columns
+    if not (path / TABLES_INDEX).is_file() or not (path / COLUMNS_INDEX).is_file():
+        return None
+    return state
 
 
 class Lake:
@@ -357,10 +379,16 @@ class Lake:
         self._ids = [r[1] for r in rows]
         self._rowid = {r[1]: r[0] for r in rows}
         self._id_of = {r[0]: r[1] for r in rows}
-        loaded = _load_faiss(path, connection, self.dim)
-        if loaded is None:
-            loaded = build_faiss(path, connection, self.dim)
-        self._tables, self._columns = loaded
+        # the table index is loaded now; the column index (larger) when a column search needs it
+        self._state = index_state(path, connection)
+        tables = None
+        if self._state is not None:
+            tables = _read_index(path / TABLES_INDEX, int(self._state["tables"]), self.dim)
+        self._columns: Any = None
+        if tables is None:
+            tables, self._columns = build_faiss(path, connection, self.dim)
+            self._state = None
+        self._tables = tables
         self._matrix: np.ndarray | None = None
         self._join_indexes: dict[float, SketchIndex] = {}
 
@@ -492,6 +520,18 @@ class Lake:
 
     # ---- search ----------------------------------------------------------------------------------
 
+    def _column_index(self) -> Any:
+        with self._lock:
+            if self._columns is None:
+                if self._state is not None:
+                    self._columns = _read_index(
+                        self.path / COLUMNS_INDEX, int(self._state["columns"]), self.dim
+                    )
+                if self._columns is None:
+                    self._tables, self._columns = build_faiss(self.path, self._db, self.dim)
+                    self._matrix = None
+            return self._columns
+
     def _query_vector(self, vector: np.ndarray) -> np.ndarray:
         query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         if query.shape[1] != self.dim:
@@ -554,12 +594,13 @@ class Lake:
         of ``exclude_tables``."""
         query = self._query_vector(vector)
         excluded = {self._rowid[i] for i in exclude_tables if i in self._rowid}
-        total = int(self._columns.ntotal)
+        columns = self._column_index()
+        total = int(columns.ntotal)
         if k <= 0 or total == 0:
             return []
         fetch = min(total, k * 2 + 16)
         while True:
-            scores, ids = self._columns.search(query, fetch)
+            scores, ids = columns.search(query, fetch)
             hits = []
             for score, column_id in zip(scores[0], ids[0], strict=True):
                 if column_id < 0:
