@@ -183,6 +183,7 @@ def test_keyword_search_ranks_by_bm25_and_takes_any_text(built: tuple[Path, Path
     assert lake.search_keywords("nba", k=3)[0].id == "teams.csv"  # the caption
     # FTS5 syntax and markup are words, never a query error
     assert lake.search_keywords('AND OR NOT "NEAR( * <b>canon</b> ^', k=3)[0].id == "cameras.tsv"
+    assert lake.search_keywords("the arena of the hawks", k=3)[0].id == "teams.csv"  # stopwords left out
     assert lake.search_keywords("", k=3) == []
     assert lake.search_keywords("zzzz qqqq", k=3) == []
 

@@ -196,11 +196,21 @@ def keyword_text(table: Table, limit: int = MAX_KEYWORD_CHARS) -> str:
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 
+STOPWORDS = frozenset(
+    "a an the and or but of in on at to for from by with as than that this these those there it its is "
+    "are was were be been being has have had do does did not no all any each more most less least only "
+    "which who whom whose what when where how".split()
+)
+"""Words left out of keyword queries: they match nearly every table (slow, and BM25 gives them
+almost no weight anyway). A query of stopwords alone keeps them."""
+
 
 def keyword_query(text: str) -> str:
-    """Free text as an FTS5 query: its words, each quoted, joined by OR (no FTS5 syntax gets through)."""
-    terms = list(dict.fromkeys(t.casefold() for t in _TERM.findall(text)))[:MAX_QUERY_TERMS]
-    return " OR ".join(f'"{t}"' for t in terms)
+    """Free text as an FTS5 query: its words (stopwords left out), each quoted, joined by OR (no
+    FTS5 syntax gets through)."""
+    words = list(dict.fromkeys(t.casefold() for t in _TERM.findall(text)))
+    terms = [t for t in words if t not in STOPWORDS] or words
+    return " OR ".join(f'"{t}"' for t in terms[:MAX_QUERY_TERMS])
 
 
 def read_lake_json(path: Path) -> dict[str, Any]:
