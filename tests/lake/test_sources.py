@@ -14,6 +14,7 @@ from tabverify import files
 from tabverify.errors import LakeError, TableError
 from tabverify.lake import sources
 from tabverify.lake.sources import enumerate_source, fingerprint_content, load_captions
+from tests.postgres import postgres_server  # noqa: F401  (pytest fixture)
 
 
 def write_folder(root: Path) -> Path:
@@ -214,3 +215,24 @@ def test_a_database_fingerprint_changes_with_its_rows(tmp_path: Path) -> None:
     connection.commit()
     connection.close()
     assert fingerprint_content(enumerate_source(path).tables[0].fingerprint) != fingerprint_content(before)
+
+
+def test_a_postgresql_url_gives_its_tables_and_never_stores_a_password(
+    postgres_server, tmp_path: Path
+) -> None:
+    from tabverify.lake.indexing import build_lake
+    from tabverify.lake.store import Lake
+    from tests.lake.test_store import TinyEncoder
+
+    server = request.getfixturevalue("postgres_server")
+    url = server.reader_url.replace("reader@", "reader:s3cret-pw@")
+    listing = enumerate_source(url)
+    assert "scores" in [t.id for t in listing.tables]
+    scores = next(t for t in listing.tables if t.id == "scores").load()
+    assert scores.header == ("id", "team", "points")
+    assert sorted(c.text for c in scores.column(1)) == ["crows", "hawks", "owls"]
+    build_lake(url, tmp_path / "lake", TinyEncoder())
+    lake = Lake.open(tmp_path / "lake")
+    assert "scores" in lake.ids()
+    assert "s3cret-pw" not in lake.info("scores").source
+    assert b"s3cret-pw" not in (tmp_path / "lake" / "meta.sqlite").read_bytes()

@@ -338,6 +338,15 @@ def test_out_must_be_a_lake_or_a_new_folder(tmp_path: Path) -> None:
         build_lake(source, tmp_path / "no" / "lake", TinyEncoder())
 
 
+def test_temporary_files_of_a_killed_run_are_cleaned_up(built: tuple[Path, Path]) -> None:
+    source, path = built
+    leftover = path / f".{TABLES_INDEX}.abc123"
+    leftover.write_bytes(b"half an index")
+    (path / "notes.txt").write_text("the user's own file")
+    build_lake(source, path, TinyEncoder(), captions={"teams.csv": "nba teams"})
+    assert not leftover.exists() and (path / "notes.txt").exists()
+
+
 def test_two_runs_on_one_lake_are_refused(built: tuple[Path, Path]) -> None:
     source, path = built
     with open(path / LOCK_FILE, "a+") as handle:

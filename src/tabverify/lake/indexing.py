@@ -35,8 +35,11 @@ from tabverify.lake.sources import (
 )
 from tabverify.lake.store import (
     COLUMN_BITS,
+    COLUMNS_INDEX,
+    INDEX_STATE,
     LAKE_FILE,
     LOCK_FILE,
+    TABLES_INDEX,
     build_faiss,
     check_encoder,
     compress_rows,
@@ -52,6 +55,8 @@ from tabverify.table.model import Table
 __all__ = ["IndexSummary", "build_lake"]
 
 Progress = Callable[[str, int, int], None]
+
+TEMPORARY_PREFIXES = (f".{LAKE_FILE}.", f".{TABLES_INDEX}.", f".{COLUMNS_INDEX}.", f".{INDEX_STATE}.")
 
 _CHUNK = 16
 """Tables one worker task reads."""
@@ -302,6 +307,9 @@ def build_lake(
     _open_out(out, encoder)
     dim = int(encoder.dim)
     with _locked(out):
+        for leftover in out.glob(".*.*"):  # temporary files of a run killed while writing
+            if leftover.name != LOCK_FILE and leftover.name.startswith(TEMPORARY_PREFIXES):
+                leftover.unlink(missing_ok=True)
         connection = connect_meta(out, readonly=False)
         try:
             listing = enumerate_source(source, caption_map, exclude=out)
