@@ -218,7 +218,7 @@ def test_a_database_fingerprint_changes_with_its_rows(tmp_path: Path) -> None:
 
 
 def test_a_postgresql_url_gives_its_tables_and_never_stores_a_password(
-    postgres_server, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     from tabverify.lake.indexing import build_lake
     from tabverify.lake.store import Lake
