@@ -64,6 +64,15 @@ def test_search_by_text_table_and_keywords(indexed: tuple[Path, Path]) -> None:
     assert record["hits"][0]["id"] == "planets.csv" and record["hits"][0]["rank"] == 1
     assert record["hits"][0]["score"] == pytest.approx(1.0, abs=1e-4)
     assert [h["n_columns"] for h in record["hits"] if h["id"] == "teams.csv"] == [3]
+    import duckdb
+
+    parquet = source.parent / "planets.parquet"
+    duckdb.connect().execute(
+        f"COPY (SELECT * FROM read_csv('{source / 'planets.csv'}')) TO '{parquet}' (FORMAT parquet)"
+    )
+    result = run("lake", "search", str(lake), "--table", str(parquet), "--k", "1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[2] == "planets.csv"
     result = run("lake", "search", str(lake), "--query", "united center", "--keywords", "--json")
     assert json.loads(result.stdout)["hits"][0]["id"] == "teams.csv"
 

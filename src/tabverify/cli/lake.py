@@ -131,7 +131,7 @@ def lake_search(
         typer.Option(
             "--table",
             metavar="FILE",
-            help="Tables like this one (.csv .tsv .json .html.csv)",
+            help="Tables like this one (.csv .tsv .json .html.csv .parquet)",
             show_default=False,
         ),
     ] = None,
@@ -157,10 +157,8 @@ def lake_search(
             if query is not None:
                 hits = opened.search_keywords(query, k) if keywords else opened.search_text(query, k)
             else:
-                from tabverify.table.readers import load_table
-
                 assert table is not None
-                hits = opened.search_table(load_table(table), k)
+                hits = opened.search_table(_read_table(table), k)
             rows = [_hit(opened, rank, hit) for rank, hit in enumerate(hits, start=1)]
     if as_json:
         record = {
@@ -184,6 +182,19 @@ def lake_search(
                 text(f"  {row['caption']}" if row["caption"] else ""),
             )
         )
+
+
+def _read_table(path: Path) -> Any:
+    """A query table: CSV/TSV/JSON/TabFact through the table readers, Parquet through DuckDB."""
+    if path.name.lower().endswith((".parquet", ".pq")):
+        from tabverify.lake.sources import TableRef, load_ref
+
+        if not path.is_file():
+            fail(f"--table {path}: no such file")
+        return load_ref(TableRef("parquet", str(path), path.name))
+    from tabverify.table.readers import load_table
+
+    return load_table(path)
 
 
 def _hit(lake: Any, rank: int, hit: Any) -> dict[str, Any]:
