@@ -97,13 +97,11 @@ class _Prepared:
     sketches: list[bytes]
 
 
-def _prepare(
-    item: tuple[SourceTable | tuple[str, str, str, TableRef], ...],
-) -> list[_Prepared | tuple[str, str]]:
+def _prepare(items: Sequence[tuple[str, str, str, TableRef]]) -> list[_Prepared | tuple[str, str]]:
     """Read and prepare tables (in a worker process or in the main one): a table that cannot be
     read becomes ``(id, reason)``."""
     out: list[_Prepared | tuple[str, str]] = []
-    for table_id, source, fingerprint, ref in item:  # type: ignore[misc]
+    for table_id, source, fingerprint, ref in items:
         try:
             table = load_ref(ref)
             if table.n_columns > (1 << COLUMN_BITS):
@@ -328,7 +326,8 @@ def build_lake(
                         "UPDATE tables SET fingerprint = ? WHERE id = ?", (t.fingerprint, t.id)
                     )
             connection.commit()
-            gone = [i for i in known if i not in found and i not in {s[0] for s in listing.skipped}]
+            listed_skips = {s[0] for s in listing.skipped}
+            gone = [i for i in known if i not in found and i not in listed_skips]
             unreadable = [s[0] for s in listing.skipped if s[0] in known]
             if gone or unreadable:
                 with connection:

@@ -185,9 +185,7 @@ def _walk(root: Path) -> Iterator[Path]:
     yield from sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
-def _file_table(
-    path: Path, root: Path, captions: dict[str, str], exclude: Path | None
-) -> SourceTable | tuple[str, str]:
+def _file_table(path: Path, root: Path, captions: dict[str, str]) -> SourceTable | tuple[str, str]:
     table_id = path.relative_to(root).as_posix() if path != root else path.name
     try:
         info = path.lstat()
@@ -241,7 +239,7 @@ def enumerate_source(
                 excluded == file.resolve().parent or excluded in file.resolve().parents
             ):
                 continue
-            found = _file_table(file, path, captions, excluded)
+            found = _file_table(file, path, captions)
             if isinstance(found, SourceTable):
                 tables.append(found)
             else:
@@ -257,7 +255,7 @@ def enumerate_source(
     if head.startswith(b"SQLite format 3\x00") or head[8:12] == b"DUCK":
         return _database_tables(str(path), captions)
     if _is_table_file(path.name):
-        found = _file_table(path, path.parent, captions, None)
+        found = _file_table(path, path.parent, captions)
         if isinstance(found, SourceTable):
             return Enumeration([found], [], "file")
         return Enumeration([], [found], "file")
