@@ -352,3 +352,15 @@ def test_hybrid_puts_lexical_and_minilm_side_by_side(minilm: SentenceTableEncode
     assert int(np.argmax(products.rows @ hybrid.encode_text([query])[0])) == 1
     assert hybrid.encode_text([]).shape == (0, hybrid.dim)
     assert isinstance(get_table_encoder("Hybrid"), HybridTableEncoder)
+
+
+def test_scarf_bounds_its_training_rows_and_encodes_in_chunks() -> None:
+    table = Table.from_rows(["id", "title", "manufacturer", "price"], product_rows(120, seed=5))
+    capped = ScarfRowEncoder(max_train_rows=50, epochs=5)
+    first = capped.encode([table], rows=True)[0].rows
+    capped.encode_chunk = 7  # encode 7 rows at a time: the same vectors
+    second = capped.encode([table], rows=True)[0].rows
+    assert first is not None and second is not None and first.shape == (120, 256)
+    np.testing.assert_allclose(first, second, atol=1e-6)
+    full = ScarfRowEncoder(epochs=5).encode([table], rows=True)[0].rows
+    assert full is not None and not np.allclose(first, full)  # 50 of 120 rows trained another model

@@ -557,6 +557,8 @@ class ScarfRowEncoder:
     name = "scarf"
     dim = 256
     version = "1"
+    encode_chunk = 4096
+    """Rows featurized and encoded at a time once trained (bounds memory)."""
 
     def __init__(
         self,
@@ -604,10 +606,10 @@ class ScarfRowEncoder:
 
     def _encode_group(self, tables: list[Table], indexes: list[int]) -> dict[int, np.ndarray]:
         digests = [_table_digest(t) for t in tables]
+        # the same tables in any order, or one given twice: the same fit
         distinct = {d: t for d, t in sorted(zip(digests, tables, strict=True), key=lambda pair: pair[0])}
         featurizer = _RowFeaturizer(list(distinct.values()), text_dim=self.text_dim)
-        features = featurizer.transform([row for t in distinct.values() for row in t.rows])
-        vectors = self._fit_transform(features, featurizer.blocks)
+        vectors = self._fit_transform([row for t in distinct.values() for row in t.rows], featurizer)
         by_digest: dict[str, np.ndarray] = {}
         start = 0
         for digest, table in distinct.items():
@@ -615,32 +617,39 @@ class ScarfRowEncoder:
             start += table.n_rows
         return {i: np.array(by_digest[d], dtype=np.float32) for i, d in zip(indexes, digests, strict=True)}
 
-    def _fit_transform(self, features: np.ndarray, blocks: list[slice]) -> np.ndarray:
-        n, width = features.shape
-        if n == 0 or width == 0:
-            return np.zeros((n, self.dim), dtype=np.float32)
+    def _fit_transform(self, rows: Sequence[Sequence[Cell]], featurizer: _RowFeaturizer) -> np.ndarray:
+        """Train on (at most ``max_train_rows`` of) ``rows``, then encode them all,
+        ``encode_chunk`` at a time (features are never built for all rows at once: bounded memory
+        for a big table)."""
+        n, chunk = len(rows), self.encode_chunk
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        if n == 0 or featurizer.n_features == 0:
+            return out
         import torch
         from torch import nn
 
         with _torch_single_thread():
             torch.manual_seed(self.seed)
+            width = featurizer.n_features
             encoder = nn.Sequential(
                 nn.Linear(width, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, self.dim)
             )
             head = nn.Sequential(nn.ReLU(), nn.Linear(self.dim, 256), nn.ReLU(), nn.Linear(256, 256))
-            data = torch.from_numpy(features)
             generator = torch.Generator().manual_seed(self.seed)
             if n > self.max_train_rows:
-                train = data[torch.randperm(n, generator=generator)[: self.max_train_rows].sort().values]
+                chosen = torch.randperm(n, generator=generator)[: self.max_train_rows].sort().values
+                train = torch.from_numpy(featurizer.transform([rows[i] for i in chosen.tolist()]))
             else:
-                train = data
+                train = torch.from_numpy(featurizer.transform(rows))
             if len(train) >= 2:
-                self._train(encoder, head, train, blocks, generator)
+                self._train(encoder, head, train, featurizer.blocks, generator)
             encoder.eval()
             with torch.no_grad():
-                out = torch.cat([encoder(data[i : i + 4096]) for i in range(0, n, 4096)]).numpy()
-        out = normalize_rows(out)
-        out[~features.any(axis=1)] = 0.0
+                for start in range(0, n, chunk):
+                    features = featurizer.transform(rows[start : start + chunk])
+                    vectors = normalize_rows(encoder(torch.from_numpy(features)).numpy())
+                    vectors[~features.any(axis=1)] = 0.0
+                    out[start : start + len(features)] = vectors
         return out
 
     def _train(self, encoder, head, train, blocks: list[slice], generator) -> None:
