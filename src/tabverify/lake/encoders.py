@@ -13,8 +13,11 @@ The protocol is MTEB-style, small enough for any encoder to meet: a ``name``, a 
 
 Encoders are frozen: the same table gives the same vectors every time, whatever the batch, and
 nothing trains them during an evaluation. (A self-supervised per-table encoder fits on the rows of
-the tables it is given, unlabelled, before it encodes them; that is part of encoding.) ``name``
-and ``version`` are recorded in a lake, which refuses vectors of another encoder or version.
+the tables it is given, unlabelled, before it encodes them; that is part of encoding. SCARF fits
+the tables of one call that share a header together, so those share one space.) A transformer's
+floats move in their last bits with the batch they are computed in, so "the same vectors" means
+up to that rounding for the sentence encoders. ``name`` and ``version`` are recorded in a lake,
+which refuses vectors of another encoder or version.
 
 A third-party encoder needs no subclassing::
 
@@ -325,7 +328,7 @@ class SentenceTableEncoder(_TextTableEncoder):
     ) -> None:
         if precision not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"precision is auto, float32 or bfloat16, not {precision!r}")
-        self.precision = precision
+        self._precision = precision
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
         self._model = None
@@ -361,6 +364,14 @@ class SentenceTableEncoder(_TextTableEncoder):
         else:
             self._text_encoder = encoder
 
+    @property
+    def precision(self) -> str:
+        """``float32`` or ``bfloat16``: what the sentence-transformers model runs in (``auto``
+        resolved on first use: bfloat16 where the CPU has AMX tiles)."""
+        if self._precision == "auto":
+            self._precision = "bfloat16" if _has_amx() else "float32"
+        return self._precision
+
     def _load(self):
         if self._model is None:
             _quiet_transformers()
@@ -384,8 +395,6 @@ class SentenceTableEncoder(_TextTableEncoder):
             if not dim:
                 raise ModelError(f"the model at {self._path} does not say its embedding size")
             self.dim = int(dim)
-            if self.precision == "auto":
-                self.precision = "bfloat16" if _has_amx() else "float32"
             self._model = model
         return self._model
 
