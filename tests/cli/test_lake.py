@@ -151,7 +151,9 @@ def test_an_interrupted_index_run_says_how_to_resume(tmp_path: Path) -> None:
     time.sleep(0.5)
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=60)
-    if process.returncode == 130:
+    # 130, or death by SIGINT (what a shell also shows as 130): depending on where the interrupt
+    # lands, CPython ends the process by SIGINT even though the command handled it (seen here)
+    if process.returncode in (130, -signal.SIGINT):
         assert "run the same command again to resume" in stderr and "Traceback" not in stderr
     else:  # the machine was fast enough to finish first
         assert process.returncode == 0, stderr
