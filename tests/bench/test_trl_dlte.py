@@ -127,7 +127,7 @@ def test_dlte_suite_end_to_end(data: Path) -> None:
     assert result["chosen_on"] == "dev" and "pipeline" in result and "spec_pipeline" in m
     assert ticks[-1][0] == ticks[-1][1] == 12  # 6 dev queries (thresholds) + 6 test
     # the lakes are cached in the data folder and reused
-    assert (data / "lakes" / "lexical" / "targets" / "lake.json").is_file()
+    assert (data / "lakes" / "lexical" / "targets-tier1" / "lake.json").is_file()
     json.dumps(result)
 
 

@@ -63,7 +63,7 @@ def test_decision_cases() -> None:
     assert decide(_aligned(0.4), 4, t).operation == NONE  # one weak column
     assert decide(_aligned(0.9, 0.3, 0.3), 4, t).operation == NONE  # 75% aligned: neither
     assert decide([], 4, t).operation == NONE
-    wide = Thresholds(join_ratio=1.0, key_sim=0.5, max_join_columns=3)
+    wide = Thresholds(union_ratio=0.8, union_sim=0.5, join_ratio=1.0, key_sim=0.5, max_join_columns=3)
     assert decide(_aligned(0.9, 0.9, 0.9, 0.9), 8, wide).operation == NONE  # 4 > 3 columns for a join
     d = decide(_aligned(0.9, 0.7), 4, t)
     assert d.match_ratio == 0.5 and abs(d.mean_sim - 0.8) < 1e-9 and d.max_sim == 0.9 and d.n_matched == 2

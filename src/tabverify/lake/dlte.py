@@ -356,6 +356,7 @@ def make_dlte(
             progress("reading tables", number, len(paths))
     if len(candidates) < 2:
         raise DatasetError(f"{tables_dir}: fewer than 2 tables can be carved (see lake/dlte.py for the rule)")
+    n_eligible = len(candidates)
     rng = random.Random(f"dlte:{seed}")
     rng.shuffle(candidates)
     if max_mothers is not None:
@@ -435,6 +436,7 @@ def make_dlte(
         "tables_dir": str(tables_dir.resolve()),
         "n_tables": len(paths),
         "n_unreadable": skipped,
+        "n_eligible": n_eligible,
         "n_mothers": len(candidates),
         "n_dev_mothers": n_dev,
         "n_test_mothers": len(candidates) - n_dev,

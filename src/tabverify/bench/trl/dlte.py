@@ -4,9 +4,10 @@ enrichment, three stages and UJ-H), ``union`` (union search) and ``join`` (join 
 The lake a query searches is the distractors (the generator's table folder without the mother
 tables) plus the targets of the query's own noise tier. It is two lakes seen as one
 (:class:`DlteLakes`): the distractor folder indexed once (``lake=``: a lake built by ``tabverify
-lake index`` over that folder with the same encoder; otherwise built and cached in
-``DATA/lakes/<encoder>/distractors``) and ``DATA/targets`` (cached in ``DATA/lakes/<encoder>/targets``).
-Both are exact inner-product indexes of the same encoder, so their scores merge.
+lake index`` over that folder with the same encoder and no captions; otherwise built and cached in
+``DATA/lakes/<encoder>/distractors``) and ``DATA/targets/tier<t>`` (cached in
+``DATA/lakes/<encoder>/targets-tier<t>``, only for the tiers run). Both are exact inner-product
+indexes of the same encoder, so their scores merge.
 
 Metrics (../shared/specs/trl-bench.md):
 
@@ -169,37 +170,25 @@ def starmie_score(
 
 
 class DlteLakes:
-    """The distractor lake and the target lake seen as one lake, restricted to what one tier's
-    queries may see: the distractors but the mother tables, and that tier's targets. Offers the
-    part of the :class:`~tabverify.lake.store.Lake` API that related/enrich use."""
+    """The distractor lake and one tier's target lake seen as one lake, less the mother tables:
+    what the queries of that tier may see. Offers the part of the
+    :class:`~tabverify.lake.store.Lake` API that related/enrich use."""
 
-    def __init__(self, distractors: Any, targets: Any, mothers: Collection[str], tier: int | None = None):
+    def __init__(self, distractors: Any, targets: Any, mothers: Collection[str]):
         self.distractors = distractors
         self.targets = targets
         self.mothers = set(mothers)
-        self.tier = tier
-        prefix = f"tier{tier}/"
-        ids = targets.ids()
-        self.target_ids = [i for i in ids if tier is None or i.startswith(prefix)]
-        self.hidden_targets = [i for i in ids if tier is not None and not i.startswith(prefix)]
-        self._visible_targets = set(self.target_ids)
-
-    def for_tier(self, tier: int) -> DlteLakes:
-        """The same lakes as seen by the queries of ``tier``."""
-        return DlteLakes(self.distractors, self.targets, self.mothers, tier)
 
     @property
     def encoder(self) -> Any:
         return self.targets.encoder
 
     def visible(self, table_id: str) -> bool:
-        """Whether a query of this tier may see ``table_id``."""
-        if table_id in self._visible_targets:
-            return True
-        return table_id not in self.mothers and table_id in self.distractors and table_id not in self.targets
+        """Whether the queries may see ``table_id``."""
+        return table_id in self.targets or (table_id in self.distractors and table_id not in self.mothers)
 
     def _lake(self, table_id: str) -> Any:
-        return self.targets if table_id in self._visible_targets else self.distractors
+        return self.targets if table_id in self.targets else self.distractors
 
     def load(self, table_id: str) -> Table:
         return self._lake(table_id).load(table_id)
@@ -216,7 +205,7 @@ class DlteLakes:
         excluded = set(exclude)
         hits = self.distractors.search_vector(vector, k, exclude=self.mothers | excluded)
         hits = [h for h in hits if h.id not in self.targets]
-        hits += self.targets.search_vector(vector, k, allow=[i for i in self.target_ids if i not in excluded])
+        hits += self.targets.search_vector(vector, k, exclude=excluded)
         if allow is not None:
             allowed = set(allow)
             hits = [h for h in hits if h.id in allowed]
@@ -224,7 +213,8 @@ class DlteLakes:
 
     def search_columns(self, vector: np.ndarray, k: int = 10, exclude_tables: Collection[str] = ()) -> list:
         hits = self.distractors.search_columns(vector, k, exclude_tables=self.mothers | set(exclude_tables))
-        hits += self.targets.search_columns(vector, k, exclude_tables=[*self.hidden_targets, *exclude_tables])
+        hits = [h for h in hits if h.id not in self.targets]
+        hits += self.targets.search_columns(vector, k, exclude_tables=exclude_tables)
         return sorted(hits, key=lambda h: (-h.score, h.id, h.column))[:k]
 
     def join_index(self, threshold: float = 0.5) -> Any:
@@ -244,8 +234,11 @@ class _JoinIndexes:
 
 
 def _open_lakes(
-    encoder: Any, data: Path, info: dict[str, Any], lake: Path | None, progress: Any
-) -> DlteLakes:
+    encoder: Any, data: Path, info: dict[str, Any], lake: Path | None, tiers: Sequence[int]
+) -> dict[int, DlteLakes]:
+    """Each tier's view: the distractor lake (``lake``, or built and cached under
+    ``DATA/lakes/<encoder>/distractors``) and the tier's targets (cached under
+    ``DATA/lakes/<encoder>/targets-tier<t>``)."""
     from tabverify.lake.indexing import build_lake
     from tabverify.lake.store import Lake
 
@@ -258,12 +251,14 @@ def _open_lakes(
         log.info("indexing the distractors %s into %s", source, distractor_path)
         distractor_path.mkdir(parents=True, exist_ok=True)
         build_lake(source, distractor_path, encoder)
-    target_path = folder / "targets"
-    target_path.mkdir(parents=True, exist_ok=True)
-    build_lake(data / "targets", target_path, encoder)
-    return DlteLakes(
-        Lake.open(distractor_path, encoder), Lake.open(target_path, encoder), info["distractors"]["exclude"]
-    )
+    distractors = Lake.open(distractor_path, encoder)
+    views = {}
+    for tier in tiers:
+        target_path = folder / f"targets-tier{tier}"
+        target_path.mkdir(parents=True, exist_ok=True)
+        build_lake(data / "targets" / f"tier{tier}", target_path, encoder)
+        views[tier] = DlteLakes(distractors, Lake.open(target_path, encoder), info["distractors"]["exclude"])
+    return views
 
 
 # ---- the suites ---------------------------------------------------------------------------------------
@@ -397,8 +392,7 @@ def run(
             if len(keep[q["split"]]) < limit or q["mother"] in keep[q["split"]]:
                 keep[q["split"]].add(q["mother"])
         queries = [q for q in queries if q["mother"] in keep[q["split"]]]
-    lakes = _open_lakes(encoder, data, info, Path(lake) if lake is not None else None, progress)
-    views = {t: lakes.for_tier(t) for t in tiers}
+    views = _open_lakes(encoder, data, info, Path(lake) if lake is not None else None, tiers)
     dev = [q for q in queries if q["split"] == "dev"]
     rep = [q for q in queries if q["split"] == split]
     if not rep:
@@ -434,8 +428,8 @@ def _seed(data: Path, q: dict[str, Any]) -> Table:
 
 
 def _target_ids(q: dict[str, Any]) -> tuple[str, str]:
-    """Target ids as the target lake names them (paths under DATA/targets)."""
-    return q["union_target"].split("/", 1)[1], q["join_target"].split("/", 1)[1]
+    """Target ids as the tier's target lake names them (file names)."""
+    return Path(q["union_target"]).name, Path(q["join_target"]).name
 
 
 def _by_tier(
@@ -682,16 +676,31 @@ def _enrich_rows(
                 "union_recall": ur,
                 "join_recall": jr,
                 "uj_h": harmonic(ur, jr) if ur is not None and jr is not None else None,
+                "union_precision": region_recall([r[:m] for r in texts[n:]], q["union_region"]["rows"]),
+                "join_precision": region_recall([r[m:] for r in texts[:n]], q["join_region"]["rows"]),
+                "added_rows": enrichment.added_rows,
+                "added_columns": enrichment.added_columns,
             }
         )
     return rows
 
 
 def _stage3_metrics(rs: Sequence[dict]) -> dict[str, Any]:
+    """UJ-H and its recalls, plus diagnostics the spec does not score: the share of the cells
+    added in each region that are gold cells (precision; queries that added something), and the
+    rows and columns added per query."""
+
+    def mean_of(key: str) -> float | None:
+        return _mean([r[key] for r in rs if r[key] is not None])
+
     return {
-        "union_recall": _mean([r["union_recall"] for r in rs if r["union_recall"] is not None]),
-        "join_recall": _mean([r["join_recall"] for r in rs if r["join_recall"] is not None]),
-        "uj_h": _mean([r["uj_h"] for r in rs if r["uj_h"] is not None]),
+        "union_recall": mean_of("union_recall"),
+        "join_recall": mean_of("join_recall"),
+        "uj_h": mean_of("uj_h"),
+        "union_precision": mean_of("union_precision"),
+        "join_precision": mean_of("join_precision"),
+        "added_rows": mean_of("added_rows"),
+        "added_columns": mean_of("added_columns"),
     }
 
 
