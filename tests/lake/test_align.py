@@ -99,3 +99,18 @@ def test_csls_penalises_hubs() -> None:
     # 2 cos - (the row's best cosine) - (the column's best cosine)
     expected = np.array([[1.8 - 0.9 - 0.9, 1.6 - 0.9 - 0.8], [1.7 - 0.85 - 0.9, 0.2 - 0.85 - 0.8]])
     assert np.allclose(scores, expected)
+
+
+def test_large_tables_match_by_key_only(monkeypatch) -> None:
+    import tabverify.lake.align as align
+
+    vectors = np.eye(2, dtype=np.float32)
+    loose = Thresholds(row_z=-10)
+    assert [(m.query, m.candidate) for m in match_rows(vectors, vectors, thresholds=loose)] == [
+        (0, 0),
+        (1, 1),
+    ]
+    monkeypatch.setattr(align, "MAX_CSLS_PAIRS", 3)  # 2 x 2 pairs: too many, keys only
+    matches = match_rows(vectors, vectors, ["a", "b"], ["b", "zz"], loose)
+    assert [(m.query, m.candidate, m.how) for m in matches] == [(1, 0, "key")]
+    assert match_rows(vectors, vectors, thresholds=loose) == []

@@ -45,6 +45,10 @@ __all__ = [
 ]
 
 UNION, JOIN, NONE = "union", "join", "none"
+
+MAX_CSLS_PAIRS = 4_000_000
+"""Row pairs (query rows x candidate rows) beyond which rows match by key only: the CSLS matrix
+is dense (a 20,000-row table against another would take gigabytes)."""
 OPERATIONS = (UNION, JOIN, NONE)
 
 
@@ -200,8 +204,8 @@ def match_rows(
 ) -> list[RowMatch]:
     """Query rows matched one-to-one with candidate rows: equal non-empty key values first
     (when both key lists are given; a key value repeated on either side matches nothing), then
-    CSLS reciprocal nearest neighbours on the row vectors among the rows left (when given).
-    Sorted by query row."""
+    CSLS reciprocal nearest neighbours on the row vectors among the rows left (when given, and
+    at most :data:`MAX_CSLS_PAIRS` pairs of them). Sorted by query row."""
     matches: dict[int, RowMatch] = {}
     used: set[int] = set()
     if query_keys is not None and candidate_keys is not None:
@@ -223,7 +227,7 @@ def match_rows(
     if query_rows is not None and candidate_rows is not None and len(query_rows) and len(candidate_rows):
         free_q = [i for i in range(len(query_rows)) if i not in matches]
         free_c = [j for j in range(len(candidate_rows)) if j not in used]
-        if free_q and free_c:
+        if free_q and free_c and len(free_q) * len(free_c) <= MAX_CSLS_PAIRS:
             cos = _cosines(np.asarray(query_rows)[free_q], np.asarray(candidate_rows)[free_c])
             scores = csls(cos, thresholds.row_k)
             best_c = scores.argmax(axis=1)
