@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.table import Table as RichTable
@@ -93,7 +93,7 @@ def check(
         str,
         typer.Argument(
             metavar="TABLE",
-            help="Table file: .csv, .tsv, .json or TabFact .html.csv (left out with --db)",
+            help="Table file: .csv, .tsv, .json or TabFact .html.csv (left out with --db or --lake)",
             show_default=False,
         ),
     ],
@@ -104,6 +104,15 @@ def check(
     db: DbOption = None,
     table_name: TableNameOption = None,
     cache: CacheOption = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            "--lake",
+            metavar="LAKE",
+            help="A lake built by `tabverify lake index` instead of a TABLE file: each statement's "
+            "evidence table is retrieved from it (the verdict names it and the runners-up)",
+        ),
+    ] = None,
     caption: Annotated[
         str, typer.Option(metavar="TEXT", help="The table's caption (context for the statement)")
     ] = "",
@@ -136,13 +145,19 @@ def check(
     encoder: claimdb.EncoderOption = "auto",
 ) -> None:
     """Verify statements against a table, or claims against a whole database (--db without --table:
-    ENTAILED / REFUTED (ClaimDB's CONTRADICTED) / NOT ENOUGH INFO, with a model or offline).
+    ENTAILED / REFUTED (ClaimDB's CONTRADICTED) / NOT ENOUGH INFO, with a model or offline), or
+    claims against the tables of a lake (--lake: each claim's table is retrieved first).
     Exit 0: all entailed; 1: some refuted or not enough info; 2: bad input or undecided."""
     from tabverify.program.ranker import WEIGHTS_FILE
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import MODEL_FILE
 
     statements = list(statements or [])
+    if lake is not None:
+        _check_lake_usage(
+            table_path, db, table_name, cache, caption, extra_info, trace, verifier, base_url, model
+        )
+        _check_against_lake(lake, [table_path, *statements], models, as_json)
     if db is not None:
         statements.insert(0, table_path)  # with --db there is no TABLE: every argument is a statement
     elif table_name is not None or cache is not None:
@@ -201,6 +216,73 @@ def check(
                 print_evidence(table, set(verdict.evidence))
             elif verdict.evidence:
                 print_database_evidence(table, verdict.evidence)
+    raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
+
+
+_TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".pq", ".txt")
+
+
+def _check_lake_usage(first: str, db: str | None, *others: object) -> None:
+    """Refuse what does not go with --lake: a TABLE file, --db, and the table/database options."""
+    if db is not None:
+        fail("give one of a TABLE file, --db TARGET or --lake LAKE, not --db and --lake together")
+    word = first.strip()
+    if (" " not in word and word.lower().endswith(_TABLE_SUFFIXES)) or Path(word).is_file():
+        fail(
+            f"--lake LAKE retrieves the table itself: give only STATEMENTs, not a TABLE file ({word[:80]!r})"
+        )
+    if any(value not in (None, "", "auto") for value in others):
+        fail("with --lake give only STATEMENTs (and --models, --json); --table, --cache, --caption, "
+             "--extra-info, --trace, --verifier, --llm-base-url and --model go with a TABLE or --db")  # fmt: skip
+
+
+def _check_against_lake(path: Path, statements: list[str], models: Path | None, as_json: bool) -> NoReturn:
+    """Retrieve each statement's evidence table from the lake at ``path``, verify against the best
+    candidates (:func:`tabverify.lake.retrieve.check_with_lake`), print the verdicts and exit."""
+    from tabverify.lake.retrieve import Retriever, check_with_lake
+    from tabverify.lake.store import Lake
+    from tabverify.program.ranker import WEIGHTS_FILE
+    from tabverify.verify import TableVerifier
+    from tabverify.verify.decision import MODEL_FILE
+
+    if models is not None and not models.is_dir():
+        fail(f"--models {models}: not a folder; name the folder given to `tabverify train tabfact --out`")
+    if not path.exists():
+        fail(f"--lake {path}: no such folder; build one with `tabverify lake index SOURCE --out {path}`")
+    with input_errors():
+        opened = Lake.open(path)
+        if models is None:
+            verifier = TableVerifier()
+        else:
+            verifier = TableVerifier(ranker=models / WEIGHTS_FILE, model=models / MODEL_FILE)
+        retriever = Retriever(opened)
+        verdicts = [check_with_lake(opened, s, verifier=verifier, retriever=retriever) for s in statements]
+    if as_json:
+        print(
+            json.dumps(
+                {"lake": str(path), "verdicts": [v.to_dict() for v in verdicts]}, ensure_ascii=False, indent=2
+            )
+        )
+    else:
+        for verdict in verdicts:
+            colour = "green" if verdict.entailed else "red"
+            out.print(
+                Text.assemble(
+                    (verdict.label.value, f"bold {colour}"),
+                    clean(f" ({verdict.confidence:.0%})  {verdict.statement}"),
+                )
+            )
+            for note in verdict.warnings:
+                warn(note)
+            caption = opened.info(verdict.evidence_table).caption if verdict.evidence_table else ""
+            out.print(text(f"  table: {verdict.evidence_table}" + (f" ({caption})" if caption else "")))
+            out.print(text(f"  runners-up: {', '.join(verdict.runners_up) or 'none'}"))
+            if verdict.program:
+                out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
+            else:
+                out.print("  program: none found (the statement's values could not be linked to the table)")
+            if verdict.evidence and verdict.evidence_table:
+                print_evidence(opened.load(verdict.evidence_table), set(verdict.evidence))
     raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)
 
 
@@ -306,6 +388,7 @@ CHECK_EXAMPLES = """Examples:
   tabverify check data/all_csv/2-1859269-1.html.csv "round 1 begin with 156 club" --json
   tabverify check --db matches.duckdb --table matches "arsenal scored more goals at home than away"
   tabverify check --db postgresql://reader@localhost/news --table results "there were 380 games"
+  tabverify check --lake results/lakes/tabfact-lexical "the turkish cup third round had no new entries"
 """
 
 RUN_EXAMPLES = """Examples:

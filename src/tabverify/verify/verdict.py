@@ -110,6 +110,10 @@ class Verdict:
             ("" for an in-memory table).
         source: where the evidence lives (a table name, or ``database target : table``).
         trace: the queries (and messages) the verification ran, in order, for audit.
+        evidence_table: the lake table the statement was verified against, when the table was
+            retrieved from a lake (``check --lake``); None otherwise.
+        runners_up: the other tables retrieved for the statement, best first (with
+            ``evidence_table`` only).
     """
 
     statement: str
@@ -124,6 +128,8 @@ class Verdict:
     sql: str = ""
     source: str = ""
     trace: tuple[TraceStep, ...] = field(default=())
+    evidence_table: str | None = None
+    runners_up: tuple[str, ...] = field(default=())
 
     @property
     def entailed(self) -> bool:
@@ -142,7 +148,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict: ``result`` is a JSON boolean, number, string, list of rows or null."""
-        return {
+        out: dict[str, object] = {
             "statement": self.statement,
             "label": self.label.value,
             "program": self.program,
@@ -156,6 +162,10 @@ class Verdict:
             "source": self.source,
             "trace": [step.to_dict() for step in self.trace],
         }
+        if self.evidence_table is not None:  # only for verdicts on a table retrieved from a lake
+            out["evidence_table"] = self.evidence_table
+            out["runners_up"] = list(self.runners_up)
+        return out
 
 
 def result_text(result: ResultValue) -> str:

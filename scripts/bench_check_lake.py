@@ -1,0 +1,79 @@
+"""Claim retrieval over a TabFact lake: fit the reranker on train, and time `check --lake`.
+
+    # the lake over all 16,573 TabFact tables (once; resumable)
+    .venv/bin/tabverify lake index ../shared/datasets/tabfact/data/all_csv --encoder lexical \
+        --captions ../shared/datasets/tabfact/data/table_to_page.json --out results/lakes/tabfact-lexical
+    # the reranker's weights from 3,000 TRAIN statements (what tabverify.lake.retrieve.MODELS holds)
+    .venv/bin/python scripts/bench_check_lake.py fit --lake results/lakes/tabfact-lexical
+    # Recall@k / MRR on val (the TRL-Bench suite)
+    .venv/bin/tabverify bench trl --suite claim-retrieval --encoder lexical \
+        --data ../shared/datasets/tabfact --split val --lake results/lakes/tabfact-lexical
+    # check --lake latency: median / p95 seconds per val statement after start-up
+    .venv/bin/python scripts/bench_check_lake.py latency --lake results/lakes/tabfact-lexical --n 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+
+DATA = "../shared/datasets/tabfact"
+
+
+def main() -> int:
+    """Run the ``fit`` or ``latency`` command."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=("fit", "latency"))
+    parser.add_argument("--lake", required=True)
+    parser.add_argument("--data", default=DATA)
+    parser.add_argument("--n", type=int, default=100, help="latency: val statements timed")
+    parser.add_argument("--statements", type=int, default=3000, help="fit: train statements")
+    parser.add_argument("--no-dense", action="store_true", help="fit: the keyword-only model")
+    args = parser.parse_args()
+
+    from tabverify.lake.store import Lake
+
+    if args.command == "fit":
+        from tabverify.bench.trl.claims import fit_model
+
+        lake = Lake.open(args.lake)
+        started = time.perf_counter()
+        model = fit_model(lake, args.data, statements=args.statements, dense=not args.no_dense)
+        print(json.dumps({"encoder": lake.meta.get("encoder"), "coef": model.coef,
+                          "intercept": model.intercept, "dense": model.dense,
+                          "seconds": round(time.perf_counter() - started, 1)}))  # fmt: skip
+        return 0
+
+    from tabverify.bench.tabfact import load_examples
+    from tabverify.lake.retrieve import Retriever, check_with_lake
+    from tabverify.verify import TableVerifier
+
+    started = time.perf_counter()
+    lake = Lake.open(args.lake)
+    retriever = Retriever(lake)
+    verifier = TableVerifier()
+    check_with_lake(lake, "start-up statement", verifier=verifier, retriever=retriever)  # loads models
+    startup = time.perf_counter() - started
+    examples = random.Random(0).sample(load_examples(args.data, "val"), args.n)
+    times, hits = [], 0
+    for example in examples:
+        t0 = time.perf_counter()
+        verdict = check_with_lake(lake, example.statement, verifier=verifier, retriever=retriever)
+        times.append(time.perf_counter() - t0)
+        hits += verdict.evidence_table == example.table_id
+    times.sort()
+    print(json.dumps({"n": len(times), "startup_s": round(startup, 2),
+                      "median_s": round(statistics.median(times), 3),
+                      "p95_s": round(times[int(0.95 * (len(times) - 1))], 3),
+                      "evidence_table_is_gold": round(hits / len(times), 3)}))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Claim -> table retrieval over a lake (tabverify.lake.retrieve) and verification against the
+retrieved tables (check_with_lake), on a small lake built with the real build_lake."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tabverify.errors import LakeError
+from tabverify.lake.indexing import build_lake
+from tabverify.lake.retrieve import (
+    FEATURES,
+    MODELS,
+    Candidate,
+    Retriever,
+    check_with_lake,
+    keyword_terms,
+    profile_table,
+    retrieve,
+)
+from tabverify.lake.store import Lake
+from tabverify.table.model import Table
+from tabverify.verify.verdict import Label, Verdict
+
+TABLES = {
+    "league.csv": "week,date,opponent,result,attendance\n"
+    "1,september 8,dayton rivers,w 21 - 7,4500\n2,september 15,albany comets,l 10 - 14,3200\n"
+    "3,september 22,dayton rivers,w 17 - 3,5100\n4,september 29,salem miners,w 28 - 0,2900\n",
+    "cup.csv": "round,clubs remaining,new entries this round\nfirst round,156,86\nsecond round,113,65\n"
+    "third round,59,none\n",
+    "films.csv": "year,title,director,studio\n1994,pulp fiction,quentin tarantino,miramax\n"
+    "1997,jackie brown,quentin tarantino,miramax\n2003,kill bill,quentin tarantino,miramax\n",
+    "planets.csv": "planet,moons,distance (au)\nmercury,0,0.39\nvenus,0,0.72\nearth,1,1\nmars,2,1.52\n",
+    "election.csv": "district,incumbent,party,result\nohio 1,tom luken,democratic,re-elected\n"
+    "ohio 2,bill gradison,republican,re-elected\nohio 3,tony hall,democratic,re-elected\n",
+    "league2.csv": "week,date,opponent,result,attendance\n1,august 30,salem miners,l 3 - 20,2100\n"
+    "2,september 6,albany comets,w 14 - 13,2500\n",
+    "books.csv": "author,title,year\ntoni morrison,beloved,1987\nzadie smith,white teeth,2000\n",
+}
+CAPTIONS = {"league.csv": "1990 dayton football season", "league2.csv": "1991 salem football season",
+            "cup.csv": "turkish cup", "films.csv": "quentin tarantino filmography"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    root = tmp_path_factory.mktemp("retrieve")
+    source = root / "tables"
+    source.mkdir()
+    for name, content in TABLES.items():
+        (source / name).write_text(content, encoding="utf-8")
+    summary = build_lake(source, root / "lake", "lexical", captions=CAPTIONS)
+    assert summary.tables == len(TABLES)
+    return Lake.open(root / "lake")
+
+
+def test_a_claim_naming_cell_values_finds_their_table_first(lake: Lake) -> None:
+    found = retrieve(lake, "tony hall be the democratic incumbent of ohio 3", k=3)
+    assert [c.id for c in found][:1] == ["election.csv"]
+    top = found[0]
+    assert isinstance(top, Candidate)
+    assert {"tony hall", "ohio 3", "democratic"} <= set(top.cells)
+    assert "incumbent" in top.columns
+    assert any(reason.startswith("keyword rank") for reason in top.reasons)
+    assert 0.0 <= top.score <= 1.0
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+
+
+def test_lemmatized_statements_meet_inflected_cells_and_the_caption_counts(lake: Lake) -> None:
+    # "entry" (lemmatized) must find "entries"; the two league tables differ by the opponent named
+    found = Retriever(lake).retrieve("during the third round of the turkish cup there be no new entry", k=2)
+    assert found[0].id == "cup.csv"
+    found = Retriever(lake).retrieve("the dayton river game in week 3 have an attendance of 5100", k=2)
+    assert found[0].id == "league.csv"
+    assert "dayton rivers" in found[0].cells
+
+
+def test_keyword_terms_add_inflected_forms_and_drop_stop_words() -> None:
+    terms = keyword_terms("there be no new entry , the team win").split()
+    assert {"entry", "entries", "win", "won", "team", "teams", "new"} <= set(terms)
+    assert not {"there", "be", "no", "the", ","} & set(terms)
+    assert len(keyword_terms(" ".join(f"word{i}" for i in range(1000))).split()) <= 64
+
+
+def test_check_with_lake_names_the_table_and_the_runners_up(lake: Lake) -> None:
+    verdict = check_with_lake(lake, "there be 2 game against the dayton river", candidates=3)
+    assert isinstance(verdict, Verdict)
+    assert verdict.evidence_table == "league.csv"
+    assert verdict.label is Label.ENTAILED
+    assert verdict.program
+    assert len(verdict.runners_up) == 2 and "league.csv" not in verdict.runners_up
+    data = verdict.to_dict()
+    assert data["evidence_table"] == "league.csv" and data["runners_up"] == list(verdict.runners_up)
+    refuted = check_with_lake(lake, "there be 4 game against the dayton river")
+    assert refuted.evidence_table == "league.csv" and refuted.label is Label.REFUTED
+
+
+def test_a_verdict_without_a_lake_keeps_its_json_shape() -> None:
+    verdict = Verdict("s", Label.ENTAILED, "p", True, 0.9)
+    assert "evidence_table" not in verdict.to_dict() and "runners_up" not in verdict.to_dict()
+
+
+def test_no_matching_table_or_an_empty_statement_is_a_lake_error(lake: Lake) -> None:
+    with pytest.raises(LakeError, match="no table of the lake"):
+        check_with_lake(lake, "zzqx qqvw")
+    with pytest.raises(LakeError, match="empty"):
+        check_with_lake(lake, "   ")
+    with pytest.raises(ValueError):
+        retrieve(lake, "")
+
+
+def test_hostile_statements_are_bounded(lake: Lake) -> None:
+    started = time.perf_counter()
+    found = retrieve(lake, "tony hall " * 50_000 + "<script>alert(1)</script>", k=3)
+    assert time.perf_counter() - started < 5
+    assert found and found[0].id == "election.csv"
+    assert retrieve(lake, 'ohio" OR * NEAR( ) AND -', k=2)[0].id == "election.csv"  # no FTS5 syntax
+
+
+def test_profiles_bound_huge_tables() -> None:
+    table = Table.from_rows(["a"], [[f"value {i}"] for i in range(30_000)])
+    profile = profile_table(table)
+    assert len(profile.cells) <= 20_000
+
+
+def test_shipped_models_match_the_features() -> None:
+    assert MODELS, "fitted reranker weights are shipped"
+    for model in MODELS.values():
+        assert len(model.coef) == len(FEATURES)
