@@ -210,6 +210,14 @@ def test_malformed_datasets_are_one_line_errors_naming_the_file(em: Path, damage
     assert str(folder) in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_missing_file_is_reported_before_any_encoding(em: Path) -> None:
+    (em / "deepmatcher" / "Structured__Diners" / "test.csv").unlink()
+    encoder = TrigramEncoder()
+    with pytest.raises(DatasetError, match="Structured__Diners/test.csv is missing"):
+        run(encoder, em, seeds=(72,))
+    assert encoder.calls == []  # Dirty__Diners comes first and was not encoded
+
+
 def test_missing_data_folders(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="no such folder"):
         find_datasets(tmp_path / "nowhere")

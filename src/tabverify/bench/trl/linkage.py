@@ -407,6 +407,10 @@ def run(
         raise DatasetError("no seeds given; the protocol's are 72, 62, 52, 82, 42")
     folders, skipped = find_datasets(data)
     folders = _select(folders, datasets)
+    for folder in folders:  # a missing file is reported before hours of encoding, not after
+        for part in ("tables/tableA.csv", "tables/tableB.csv", "valid.csv", "test.csv"):
+            if not (folder / part).is_file():
+                raise DatasetError(f"{folder / part} is missing; {LAYOUT}")
     started = time.monotonic()
     per_dataset: dict[str, dict[str, Any]] = {}
     if progress is not None:
