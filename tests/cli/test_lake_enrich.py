@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import run as tabverify
 from tests.lake.test_dlte import write_folder
 from tests.lake.test_related import build_tiny_lake
-
-# the app with this module's commands on the lake group, however the app's module loop stands
-ENTRY = "import tabverify.cli.lake_enrich; from tabverify.cli import main; main()"
-
-
-def tabverify(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

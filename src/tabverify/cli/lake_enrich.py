@@ -214,19 +214,9 @@ def lake_make_dlte(
     )
 
 
-_REGISTERED = False
-
-
-def register(app: typer.Typer | None = None) -> None:
-    """Add related, enrich and make-dlte to the ``lake`` group (once; ``app`` is not used: the
-    group is added to the app by :mod:`tabverify.cli.lake`)."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
-    _REGISTERED = True
+def register(app: typer.Typer) -> None:
+    """Add related, enrich and make-dlte to the ``lake`` group (which :mod:`tabverify.cli.lake`
+    adds to the app; this module registers after it)."""
     lake_app.command("related", epilog=ENRICH_EXAMPLES)(lake_related)
     lake_app.command("enrich", epilog=ENRICH_EXAMPLES)(lake_enrich)
     lake_app.command("make-dlte", epilog=ENRICH_EXAMPLES)(lake_make_dlte)
-
-
-register()
