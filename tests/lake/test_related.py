@@ -84,3 +84,17 @@ def test_key_like_columns() -> None:
     )
     assert key_like_columns(table) == [1]
     assert key_like_columns(table, text_only=False) == [0, 1]
+
+
+def test_the_query_itself_in_the_lake_is_not_related(tiny: tuple[Path, dict]) -> None:
+    """A table indexed in the lake finds its own copy first by every measure; it is left out (it
+    adds nothing), while the other tables it relates to remain."""
+    lake_path, info = tiny
+    q = info["queries"][0]
+    target = lake_path.parent / "source" / "targets" / Path(q["union_target"]).name
+    table = load_table(target)
+    with Lake.open(lake_path) as lake:
+        found = related_tables(lake, table, k=5, thresholds=LOOSE, include_none=True)
+    ids = [r.id for r in found]
+    assert f"targets/{target.name}" not in ids
+    assert ids, "the other tables of the lake are still candidates"

@@ -195,7 +195,8 @@ def candidates_from_lake(
     containment: bool = True,
 ) -> list[Candidate]:
     """The ``k`` nearest lake tables by table vector, then up to ``k`` more found by value
-    containment (join keys), as :class:`Candidate` objects."""
+    containment (join keys), as :class:`Candidate` objects. A lake table identical to ``table``
+    (the query itself, indexed) is left out: it can add nothing."""
     hits = lake.search_vector(np.asarray(table_vector, dtype=np.float32), k, allow=allow, exclude=exclude)
     scores = {h.id: float(h.score) for h in hits}
     order = [h.id for h in hits]
@@ -204,10 +205,22 @@ def candidates_from_lake(
         if tid not in scores:
             order.append(tid)
             scores[tid] = 0.0
-    return [
-        Candidate(tid, lake.load(tid), lake.column_vectors(tid), scores[tid], contained.get(tid))
-        for tid in order
-    ]
+    out = []
+    for tid in order:
+        stored = lake.load(tid)
+        if not _same_cells(stored, table):
+            out.append(Candidate(tid, stored, lake.column_vectors(tid), scores[tid], contained.get(tid)))
+    return out
+
+
+def _same_cells(a: Table, b: Table) -> bool:
+    """Whether two tables have the same header and the same cell texts, row by row."""
+    if a.header != b.header or a.n_rows != b.n_rows:
+        return False
+    return all(
+        [c.text for c in row_a] == [c.text for c in row_b]
+        for row_a, row_b in zip(a.rows, b.rows, strict=True)
+    )
 
 
 def related_tables(
