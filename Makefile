@@ -10,7 +10,10 @@ JOBS ?= 2
 EXAMPLE := src/tabverify/examples/league.csv
 EXAMPLES := src/tabverify/examples
 
-.PHONY: demo demo-llm test bench lint format train clean
+ENTITY ?= ../shared/datasets/entity-matching
+LAKE_ENCODER ?= lexical
+
+.PHONY: demo demo-llm test bench bench-lake lint format train clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +42,15 @@ demo: $(VENV)/.installed
 			"If Sebastian Vettel had driven for Caterham, he would not have won the 2013 title." \
 			"Mercedes gained more social media followers than any other constructor." || [ $$? -eq 1 ]; }; \
 	else echo "demo: $(CLAIMDB)/schema not found; skipping the ClaimDB example (set CLAIMDB=DIR)"; fi
+	@if [ -d $(DATA)/data/all_csv ]; then \
+		rm -rf results/demo-tables && mkdir -p results/demo-tables && \
+		ls $(DATA)/data/all_csv | head -300 | sed 's|^|$(DATA)/data/all_csv/|' | xargs cp -t results/demo-tables && \
+		$(VENV)/bin/tabverify lake index results/demo-tables --encoder lexical --out results/demo.lake \
+			--captions $(DATA)/data/table_to_page.json && \
+		$(VENV)/bin/tabverify lake search results/demo.lake --query "the amazing race" --k 3 && \
+		{ $(VENV)/bin/tabverify check --lake results/demo.lake "the amazing race season 2 premiered on march 11 , 2002" \
+			|| [ $$? -eq 1 ]; }; \
+	else echo "demo: $(DATA)/data/all_csv not found; skipping the lake example (set DATA=DIR)"; fi
 
 # The ClaimDB agent against a REAL local model server (llama-cpp-python serving the packaged base
 # gemma-3-270m; scripts/demo_llm.py, docs/llm.md). Portable CPU flags: a -march=native build can use
@@ -61,6 +73,20 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_bootstrap.py --data $(DATA)
 	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --out results/arxiveri-dev.json
 	$(PY) scripts/bench_coref_speed.py --data $(COREF)
+
+# The table lake and TRL-Bench suites (docs/lake.md; about an hour on 2 cores with the lexical
+# encoder; LAKE_ENCODER=minilm for the sentence encoder).
+bench-lake: $(VENV)/.installed
+	mkdir -p results/trl
+	$(PY) scripts/bench_lake.py --data $(DATA) --encoder $(LAKE_ENCODER) --lake results/lakes/tabfact-$(LAKE_ENCODER)
+	$(VENV)/bin/tabverify bench trl --suite claim-retrieval --encoder $(LAKE_ENCODER) --data $(DATA) --split val \
+		--lake results/lakes/tabfact-$(LAKE_ENCODER) --out results/trl/claims-val-$(LAKE_ENCODER).json
+	$(PY) scripts/bench_check_lake.py latency --data $(DATA) --lake results/lakes/tabfact-$(LAKE_ENCODER) --n 100
+	$(VENV)/bin/tabverify bench trl --suite linkage --encoder $(LAKE_ENCODER) --data $(ENTITY) \
+		--out results/trl/linkage-$(LAKE_ENCODER).json
+	$(VENV)/bin/tabverify lake make-dlte $(DATA)/data/all_csv --out results/dlte --seed 0
+	for suite in dlte union join; do $(VENV)/bin/tabverify bench trl --suite $$suite --encoder $(LAKE_ENCODER) \
+		--data results/dlte --split test --tiers 0,1 --out results/trl/$$suite-$(LAKE_ENCODER).json || exit 1; done
 
 train: $(VENV)/.installed
 	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS) --out src/tabverify/models
