@@ -168,7 +168,10 @@ def _locked(path: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX: no lock
         yield
         return
-    handle = open(path / LOCK_FILE, "a+")  # noqa: SIM115 - held for the whole run
+    try:
+        handle = open(path / LOCK_FILE, "a+")  # noqa: SIM115 - held for the whole run
+    except OSError as exc:
+        raise LakeError(f"{path}: cannot write the lake ({exc.strerror or exc})") from None
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

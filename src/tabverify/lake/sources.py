@@ -235,9 +235,10 @@ def enumerate_source(
         tables: list[SourceTable] = []
         skipped: list[tuple[str, str]] = []
         for file in _walk(path):
-            if excluded is not None and (
-                excluded == file.resolve().parent or excluded in file.resolve().parents
-            ):
+            # the folder, not the file: _walk does not follow symlinked folders, and resolving a
+            # file that is a symlink loop raises
+            folder = file.parent.resolve()
+            if excluded is not None and (excluded == folder or excluded in folder.parents):
                 continue
             found = _file_table(file, path, captions)
             if isinstance(found, SourceTable):
