@@ -28,6 +28,7 @@ from tabverify.lake.sketch import sketch_table
 from tabverify.lake.sources import (
     SourceTable,
     TableRef,
+    check_source,
     enumerate_source,
     fingerprint_content,
     load_captions,
@@ -294,7 +295,8 @@ def build_lake(
 
     Raises:
         LakeError: ``out`` is not a lake (or an empty/new folder), is of another encoder or
-            version, or is being written by another run; the source cannot be listed.
+            version, or is being written by another run; the source cannot be listed, or is the
+            lake itself.
     """
     from tabverify.lake.encoders import get_table_encoder
 
@@ -305,6 +307,7 @@ def build_lake(
     encoder = get_table_encoder(encoder)
     out = Path(out).expanduser()
     caption_map = load_captions(captions) if isinstance(captions, str | Path) else dict(captions or {})
+    check_source(source, out)  # before the lake is created: a mistyped SOURCE leaves no empty lake behind
     _open_out(out, encoder)
     dim = int(encoder.dim)
     with _locked(out):

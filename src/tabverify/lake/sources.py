@@ -40,6 +40,7 @@ __all__ = [
     "MAX_PARQUET_BYTES",
     "SourceTable",
     "TableRef",
+    "check_source",
     "enumerate_source",
     "load_captions",
     "load_ref",
@@ -222,14 +223,10 @@ def enumerate_source(
         LakeError: the source does not exist or is not something tables can be read from.
     """
     captions = captions or {}
-    shown = str(source)
     if isinstance(source, str) and source.lower().startswith(("postgresql://", "postgres://")):
         return _database_tables(source, captions)
+    check_source(source)
     path = Path(source).expanduser()
-    if not path.exists():
-        raise LakeError(
-            f"{shown}: no such file or folder; give a folder of tables, a database file or a postgresql:// URL"
-        )
     if path.is_dir():
         excluded = Path(exclude).resolve() if exclude is not None else None
         tables: list[SourceTable] = []
@@ -246,23 +243,55 @@ def enumerate_source(
             else:
                 skipped.append(found)
         return Enumeration(tables, skipped, "folder")
-    if not path.is_file():
-        raise LakeError(f"{shown}: not a regular file or folder; give a folder of tables or a database file")
+    if _is_database_file(path):
+        return _database_tables(str(path), captions)
+    found = _file_table(path, path.parent, captions)
+    if isinstance(found, SourceTable):
+        return Enumeration([found], [], "file")
+    return Enumeration([], [found], "file")
+
+
+def _is_database_file(path: Path) -> bool:
     try:
         with open(path, "rb") as handle:
             head = handle.read(16)
     except OSError as exc:
-        raise LakeError(f"{shown}: cannot read ({exc.strerror or exc})") from None
-    if head.startswith(b"SQLite format 3\x00") or head[8:12] == b"DUCK":
-        return _database_tables(str(path), captions)
-    if _is_table_file(path.name):
-        found = _file_table(path, path.parent, captions)
-        if isinstance(found, SourceTable):
-            return Enumeration([found], [], "file")
-        return Enumeration([], [found], "file")
-    raise LakeError(
-        f"{shown}: not a folder, a table file (.csv .tsv .json .html.csv .parquet) or a DuckDB/SQLite database"
-    )
+        raise LakeError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return head.startswith(b"SQLite format 3\x00") or head[8:12] == b"DUCK"
+
+
+def check_source(source: str | Path, lake: str | Path | None = None) -> None:
+    """Refuse a SOURCE no table can come from, cheaply (nothing is hashed or loaded): a missing
+    path, a device or FIFO, a file that is neither a table file nor a database, and (``lake``
+    given) the lake's own folder or anything inside it, which holds no table, so indexing it would
+    remove every table of the lake. A ``postgresql://`` URL passes (it is checked on connecting).
+
+    Raises:
+        LakeError: with what to give instead.
+    """
+    shown = str(source)
+    if isinstance(source, str) and source.lower().startswith(("postgresql://", "postgres://")):
+        return
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise LakeError(
+            f"{shown}: no such file or folder; give a folder of tables, a database file or a postgresql:// URL"
+        )
+    if lake is not None:
+        target, lake_folder = path.resolve(), Path(lake).expanduser().resolve()
+        if target == lake_folder or lake_folder in target.parents:
+            raise LakeError(
+                f"{shown}: is the lake {lake} (or inside it), not a source of tables; give the folder of "
+                "tables (or the database) the lake is built from"
+            )
+    if path.is_dir():
+        return
+    if not path.is_file():
+        raise LakeError(f"{shown}: not a regular file or folder; give a folder of tables or a database file")
+    if not _is_table_file(path.name) and not _is_database_file(path):
+        raise LakeError(
+            f"{shown}: not a folder, a table file (.csv .tsv .json .html.csv .parquet) or a DuckDB/SQLite database"
+        )
 
 
 # ---- databases -------------------------------------------------------------------------------------
