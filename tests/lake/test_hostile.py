@@ -57,3 +57,37 @@ def test_a_source_no_table_can_come_from_leaves_no_lake_behind(tmp_path: Path, n
     with pytest.raises(LakeError):
         build_lake(tmp_path / name, lake, "lexical")
     assert not lake.exists()
+
+
+def _dlte_source(folder: Path, n: int = 12) -> Path:
+    """``n`` tables a DLTE mother can be carved from (a distinct text key, 5 other columns)."""
+    folder.mkdir()
+    for t in range(n):
+        rows = [
+            f"player {t} {r},team {r % 3},city {r % 4},{1990 + r},{r * 7 % 50},{r + 1}" for r in range(12)
+        ]
+        (folder / f"t{t:02d}.csv").write_text("name,team,city,year,points,rank\n" + "\n".join(rows) + "\n")
+    return folder
+
+
+def test_make_dlte_again_into_its_folder_leaves_no_stale_target(tmp_path: Path) -> None:
+    from tabverify.lake.dlte import make_dlte
+
+    source, out = _dlte_source(tmp_path / "tables"), tmp_path / "dlte"
+    make_dlte(source, out, seed=0, tiers=(0,), max_mothers=6)
+    summary = make_dlte(source, out, seed=1, tiers=(0,), max_mothers=6)
+    # the suites index the whole target folder: only this run's targets may be in it
+    assert len(list((out / "targets" / "tier0").iterdir())) == summary["n_targets"]
+    assert len(list((out / "queries" / "tier0").iterdir())) == summary["n_queries"]
+
+
+def test_make_dlte_refuses_a_folder_that_is_not_a_benchmark(tmp_path: Path) -> None:
+    from tabverify.errors import DatasetError
+    from tabverify.lake.dlte import make_dlte
+
+    source, out = _dlte_source(tmp_path / "tables"), tmp_path / "documents"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    with pytest.raises(DatasetError, match="not a DLTE benchmark"):
+        make_dlte(source, out, tiers=(0,), max_mothers=4)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]

@@ -328,8 +328,11 @@ def make_dlte(
     """Build a DLTE benchmark from the tables of ``tables_dir`` into ``out_dir`` (see the module
     docstring) and return its summary (counts per split and tier, the paths).
 
+    An earlier benchmark in ``out_dir`` is replaced (its query and target files removed first).
+
     Raises:
-        DatasetError: ``tables_dir`` is not a folder, no table can be a mother, bad tiers or share.
+        DatasetError: ``tables_dir`` is not a folder, no table can be a mother, bad tiers or share;
+            ``out_dir`` is a non-empty folder that is not a DLTE benchmark.
     """
     tables_dir = Path(tables_dir)
     out_dir = Path(out_dir)
@@ -340,6 +343,7 @@ def make_dlte(
         raise DatasetError(f"dev_share must lie strictly between 0 and 1, not {dev_share}")
     if max_mothers is not None and max_mothers < 2:
         raise DatasetError("max_mothers must be at least 2 (one dev and one test mother)")
+    _clear_out(out_dir, check_only=True)  # refused before the tables are read
     paths = list_tables(tables_dir)
     candidates: list[tuple[Path, int]] = []
     skipped = 0
@@ -365,6 +369,7 @@ def make_dlte(
     mother_names = {p.name for p, _ in candidates}
     distractor_paths = [p for p in paths if p.name not in mother_names]
     borrow_pool = distractor_paths[:: max(1, len(distractor_paths) // 300)] if distractor_paths else []
+    _clear_out(out_dir)
     for sub in ("queries", "targets"):
         for t in tiers:
             (out_dir / sub / f"tier{t}").mkdir(parents=True, exist_ok=True)
@@ -451,5 +456,38 @@ def make_dlte(
         "mothers": mothers,
         "queries": queries,
     }
-    (out_dir / "dlte.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    partial = out_dir / ".dlte.json.partial"
+    partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    partial.replace(out_dir / "dlte.json")  # last, in one step: a folder with dlte.json is complete
     return summary
+
+
+def _clear_out(out_dir: Path, check_only: bool = False) -> None:
+    """Make ``out_dir`` ready for a new benchmark: a new or empty folder is used as it is; an
+    earlier ``make-dlte`` output loses its ``dlte.json`` (so a run cut short leaves no benchmark)
+    and its query and target files (the suites index whole target folders: a file left from another
+    seed or mother count would be a stale target); anything else is refused. ``check_only``: only
+    refuse, remove nothing.
+
+    Raises:
+        DatasetError: ``out_dir`` is a file, or a non-empty folder that is not a DLTE benchmark.
+    """
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise DatasetError(f"{out_dir}: not a folder")
+    if not any(out_dir.iterdir()):
+        return
+    if not (out_dir / "dlte.json").is_file():
+        raise DatasetError(
+            f"{out_dir}: a folder that is not a DLTE benchmark (no dlte.json) and is not empty; name a new folder"
+        )
+    if check_only:
+        return
+    (out_dir / "dlte.json").unlink()
+    for sub in ("queries", "targets"):
+        for tier in sorted((out_dir / sub).glob("tier*")):
+            if tier.is_dir() and not tier.is_symlink():
+                for old in tier.iterdir():
+                    if old.is_file() and old.name.endswith(".csv"):
+                        old.unlink()
