@@ -252,6 +252,8 @@ def _open_lakes(
         distractor_path.mkdir(parents=True, exist_ok=True)
         build_lake(source, distractor_path, encoder)
     distractors = Lake.open(distractor_path, encoder)
+    if lake is not None:
+        _check_distractor_lake(distractors, lake, info, encoder.name)
     views = {}
     for tier in tiers:
         target_path = folder / f"targets-tier{tier}"
@@ -259,6 +261,26 @@ def _open_lakes(
         build_lake(data / "targets" / f"tier{tier}", target_path, encoder)
         views[tier] = DlteLakes(distractors, Lake.open(target_path, encoder), info["distractors"]["exclude"])
     return views
+
+
+def _check_distractor_lake(distractors: Any, lake: Path, info: dict[str, Any], encoder: str) -> None:
+    """Refuse a ``--lake`` that is not a lake of the benchmark's table folder (its tables are the
+    distractors; another lake would change every number without a word). Tables the lake skipped as
+    unreadable and a few others are tolerated (5%)."""
+    from tabverify.lake.dlte import list_tables
+
+    source = Path(info["distractors"]["folder"])
+    if not source.is_dir():  # the folder is gone: the lake is all there is
+        return
+    expected = {p.name for p in list_tables(source)}
+    have = set(distractors.ids())
+    missing, foreign = len(expected - have), len(have - expected)
+    if missing > 0.05 * len(expected) or foreign > 0.05 * max(len(have), 1):
+        raise DatasetError(
+            f"--lake {lake}: not a lake of the benchmark's tables {source} ({missing:,} of its "
+            f"{len(expected):,} tables missing, {foreign:,} from elsewhere); build it with: tabverify lake "
+            f"index {source} --encoder {encoder} --out LAKE, or leave --lake out"
+        )
 
 
 # ---- the suites ---------------------------------------------------------------------------------------
