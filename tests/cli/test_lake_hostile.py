@@ -50,3 +50,44 @@ def test_bench_dlte_refuses_a_lake_of_other_tables(tmp_path: Path) -> None:
         == 0
     )
     assert run(*args, "--lake", str(tmp_path / "right")).returncode == 0
+
+
+def test_related_and_enrich_read_a_parquet_query_as_the_lake_does(tmp_path: Path) -> None:
+    import duckdb
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "teams.csv").write_text(
+        "team,city,arena\nhawks,atlanta,state farm\nbulls,chicago,united center\n"
+        "knicks,new york,garden\nheat,miami,kaseya\n",
+        encoding="utf-8",
+    )
+    lake = tmp_path / "lake"
+    assert run("lake", "index", str(source), "--encoder", "lexical", "--out", str(lake)).returncode == 0
+    query = tmp_path / "coaches.parquet"
+    connection = duckdb.connect()
+    connection.execute(
+        "COPY (SELECT * FROM (VALUES ('hawks', 'snyder'), ('bulls', 'donovan'), ('knicks', 'thibodeau'), "
+        f"('heat', 'spoelstra')) t(team, coach)) TO '{query}' (FORMAT parquet)"
+    )
+    connection.close()
+    related = run("lake", "related", str(lake), "--table", str(query), "--json")
+    assert related.returncode == 0, related.stderr
+    assert "teams.csv" in related.stdout
+    enriched = tmp_path / "coaches.csv"
+    result = run("lake", "enrich", str(lake), "--table", str(query), "--out", str(enriched))
+    assert result.returncode in (0, 1), result.stderr
+    assert enriched.read_text(encoding="utf-8").startswith("team,coach")
+
+
+def test_a_corrupt_parquet_query_is_one_line_without_the_sql(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "teams.csv").write_text("team,city\nhawks,atlanta\nbulls,chicago\n", encoding="utf-8")
+    assert run("lake", "index", str(source), "--encoder", "lexical", "--out", str(lake)).returncode == 0
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1" + b"garbage" * 10 + b"PAR1")
+    for command in ("search", "related"):
+        line = one_error(run("lake", command, str(lake), "--table", str(broken)))
+        assert "not a readable Parquet file" in line and "SELECT" not in line

@@ -48,7 +48,9 @@ LakeArgument = Annotated[
 ]
 TableOption = Annotated[
     Path,
-    typer.Option("--table", metavar="FILE", help="The table (.csv .tsv .json .html.csv)", show_default=False),
+    typer.Option(
+        "--table", metavar="FILE", help="The table (.csv .tsv .json .html.csv .parquet)", show_default=False
+    ),
 ]
 KOption = Annotated[
     int, typer.Option("--k", metavar="K", min=1, max=MAX_K, help="Tables retrieved by vector (stage 1)")
@@ -56,9 +58,9 @@ KOption = Annotated[
 
 
 def _load(table: Path):
-    from tabverify.table.readers import load_table
+    from tabverify.cli.lake import _read_table
 
-    loaded = load_table(table)
+    loaded = _read_table(table)  # Parquet too, as `lake index` and `lake search --table` read it
     if loaded.n_columns == 0 or loaded.n_rows == 0:
         fail(f"--table {table}: the table has no data rows; nothing to relate")
     return loaded

@@ -409,7 +409,7 @@ def _load_parquet(ref: TableRef) -> Table:
             connection.close()
     except duckdb.Error as exc:
         raise TableError(
-            f"{ref.location}: not a readable Parquet file ({_one_line(str(exc))[:200]})"
+            f"{ref.location}: not a readable Parquet file ({_one_line(str(exc).split('LINE 1:')[0])[:200]})"
         ) from None
     except OSError as exc:
         raise TableError(f"{ref.location}: cannot read ({exc.strerror or exc})") from None
