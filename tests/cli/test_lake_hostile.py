@@ -91,3 +91,18 @@ def test_a_corrupt_parquet_query_is_one_line_without_the_sql(tmp_path: Path) -> 
     for command in ("search", "related"):
         line = one_error(run("lake", command, str(lake), "--table", str(broken)))
         assert "not a readable Parquet file" in line and "SELECT" not in line
+
+
+def test_a_table_name_with_a_line_break_cannot_print_a_fake_hit(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "a.csv\n  2  0.9999  trusted.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    (source / "\x1b[31mred.csv").write_text("team,coach\nhawks,snyder\n", encoding="utf-8")
+    lake = tmp_path / "lake"
+    assert run("lake", "index", str(source), "--encoder", "lexical", "--out", str(lake)).returncode == 0
+    result = run("lake", "search", str(lake), "--query", "team hawks")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2  # two tables, two lines
+    assert any("a.csv\\n  2  0.9999  trusted.csv" in line for line in lines)
+    assert "\x1b" not in result.stdout and any("\\x1b[31mred.csv" in line for line in lines)

@@ -178,10 +178,16 @@ def lake_search(
         out.print(
             Text.assemble(
                 (f"{row['rank']:>3}  {row['score']:.4f}  ", ""),
-                text(row["id"], "bold"),
-                text(f"  {row['caption']}" if row["caption"] else ""),
+                field(row["id"], "bold"),
+                field(f"  {row['caption']}" if row["caption"] else ""),
             )
         )
+
+
+def field(value: str, style: str = "") -> Text:
+    """A table id, caption, header or reason for one line of output: :func:`text`, with line breaks
+    and tabs shown as escapes too (a file named ``"a.csv\\n  1  0.99  b.csv"`` must not print as two hits)."""
+    return text(value.replace("\n", "\\n").replace("\t", "\\t"), style)
 
 
 def _read_table(path: Path) -> Any:

@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from tabverify.cli.lake import lake_app
+from tabverify.cli.lake import field, lake_app
 from tabverify.cli.output import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -92,14 +92,14 @@ def lake_related(
         out.print(
             Text.assemble(
                 (f"{rank:>3}  {r.operation:<5}  {r.score:.3f}  ", ""),
-                text(r.id, "bold"),
+                field(r.id, "bold"),
                 "  ",
-                text(r.reason),
+                field(r.reason),
             )
         )
         pairs = ", ".join(f"{q} = {c} ({s:.2f})" for q, c, s in r.aligned)
         if pairs:
-            out.print(text(f"       aligned: {pairs}"))
+            out.print(field(f"       aligned: {pairs}"))
 
 
 def _csv_text(header, rows) -> str:
@@ -152,7 +152,9 @@ def lake_enrich(
     )
     for r in enrichment.decisions:
         if r.operation != "none":
-            out.print(Text.assemble((f"  {r.operation:<5}  ", ""), text(r.id, "bold"), "  ", text(r.reason)))
+            out.print(
+                Text.assemble((f"  {r.operation:<5}  ", ""), field(r.id, "bold"), "  ", field(r.reason))
+            )
     if not enrichment.provenance:
         out.print("nothing found to add")
         raise typer.Exit(EXIT_FINDINGS)
