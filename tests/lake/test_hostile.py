@@ -91,3 +91,11 @@ def test_make_dlte_refuses_a_folder_that_is_not_a_benchmark(tmp_path: Path) -> N
     with pytest.raises(DatasetError, match="not a DLTE benchmark"):
         make_dlte(source, out, tiers=(0,), max_mothers=4)
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("name", [":", "os:", ":abort", ".relative:Encoder"])
+def test_a_malformed_module_attribute_encoder_name_is_an_unknown_encoder(name: str) -> None:
+    from tabverify.lake.encoders import UnknownEncoderError, get_table_encoder
+
+    with pytest.raises(UnknownEncoderError, match="module:attribute"):
+        get_table_encoder(name)

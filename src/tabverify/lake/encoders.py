@@ -765,8 +765,10 @@ def _import_encoder(name: str) -> TableEncoder:
     """``module:attribute``: an encoder object, or a class (or factory) called without arguments."""
     module_name, _, attribute = name.partition(":")
     try:
+        if not module_name.strip() or not attribute.strip() or module_name.strip().startswith("."):
+            raise ImportError("give an absolute module name and an attribute")
         target = getattr(importlib.import_module(module_name.strip()), attribute.strip())
-    except (ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError, ValueError) as exc:
         raise UnknownEncoderError(
             f"cannot load the table encoder {name!r} ({exc}); give module:attribute of an importable "
             f"encoder, or one of {', '.join(TABLE_ENCODERS)}"
