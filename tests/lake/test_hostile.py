@@ -99,3 +99,17 @@ def test_a_malformed_module_attribute_encoder_name_is_an_unknown_encoder(name: s
 
     with pytest.raises(UnknownEncoderError, match="module:attribute"):
         get_table_encoder(name)
+
+
+def test_a_database_that_cannot_be_opened_leaves_no_empty_lake(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84)  # a header, then nothing
+    lake = tmp_path / "lake"
+    with pytest.raises(LakeError, match="broken.sqlite"):
+        build_lake(broken, lake, "lexical")
+    assert not lake.exists()
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(LakeError):
+        build_lake(broken, existing, "lexical")
+    assert existing.is_dir() and not any(existing.iterdir())

@@ -40,6 +40,7 @@ from tabverify.lake.store import (
     INDEX_STATE,
     LAKE_FILE,
     LOCK_FILE,
+    META_FILE,
     TABLES_INDEX,
     build_faiss,
     check_encoder,
@@ -267,6 +268,25 @@ def _bump(connection: Any) -> None:
     )
 
 
+def _remove_new_lake(out: Path, new_folder: bool) -> None:
+    """Remove the files of a lake this run created and stored nothing in (and its folder, when the
+    run created that too)."""
+    for name in (
+        LAKE_FILE,
+        META_FILE,
+        f"{META_FILE}-wal",
+        f"{META_FILE}-shm",
+        f"{META_FILE}-journal",
+        LOCK_FILE,
+    ):
+        (out / name).unlink(missing_ok=True)
+    if new_folder:
+        try:
+            out.rmdir()
+        except OSError:
+            pass
+
+
 def _json(value: Any) -> str:
     import json
 
@@ -308,6 +328,8 @@ def build_lake(
     out = Path(out).expanduser()
     caption_map = load_captions(captions) if isinstance(captions, str | Path) else dict(captions or {})
     check_source(source, out)  # before the lake is created: a mistyped SOURCE leaves no empty lake behind
+    new_folder = not out.exists()
+    created = not (out / LAKE_FILE).exists()
     _open_out(out, encoder)
     dim = int(encoder.dim)
     with _locked(out):
@@ -316,7 +338,13 @@ def build_lake(
                 leftover.unlink(missing_ok=True)
         connection = connect_meta(out, readonly=False)
         try:
-            listing = enumerate_source(source, caption_map, exclude=out)
+            try:
+                listing = enumerate_source(source, caption_map, exclude=out)
+            except LakeError:
+                if created:  # a database that cannot be opened: no empty lake left behind
+                    connection.close()
+                    _remove_new_lake(out, new_folder)
+                raise
             known = dict(connection.execute("SELECT id, fingerprint FROM tables").fetchall())
             found = {t.id for t in listing.tables}
             todo = [
