@@ -113,3 +113,14 @@ def test_a_database_that_cannot_be_opened_leaves_no_empty_lake(tmp_path: Path) -
     with pytest.raises(LakeError):
         build_lake(broken, existing, "lexical")
     assert existing.is_dir() and not any(existing.iterdir())
+
+
+def test_make_dlte_cut_short_can_be_run_again_into_its_folder(tmp_path: Path) -> None:
+    from tabverify.lake.dlte import make_dlte
+
+    source, out = _dlte_source(tmp_path / "tables"), tmp_path / "dlte"
+    make_dlte(source, out, seed=0, tiers=(0,), max_mothers=6)
+    (out / "dlte.json").unlink()  # as a run interrupted before its last step leaves it
+    summary = make_dlte(source, out, seed=1, tiers=(0,), max_mothers=6)
+    assert (out / "dlte.json").is_file()
+    assert len(list((out / "targets" / "tier0").iterdir())) == summary["n_targets"]

@@ -464,10 +464,10 @@ def make_dlte(
 
 def _clear_out(out_dir: Path, check_only: bool = False) -> None:
     """Make ``out_dir`` ready for a new benchmark: a new or empty folder is used as it is; an
-    earlier ``make-dlte`` output loses its ``dlte.json`` (so a run cut short leaves no benchmark)
-    and its query and target files (the suites index whole target folders: a file left from another
-    seed or mother count would be a stale target); anything else is refused. ``check_only``: only
-    refuse, remove nothing.
+    earlier ``make-dlte`` output, complete or cut short, loses its ``dlte.json`` (so a run cut short
+    leaves no benchmark) and its query and target files (the suites index whole target folders: a
+    file left from another seed or mother count would be a stale target); anything else is refused.
+    ``check_only``: only refuse, remove nothing.
 
     Raises:
         DatasetError: ``out_dir`` is a file, or a non-empty folder that is not a DLTE benchmark.
@@ -478,13 +478,14 @@ def _clear_out(out_dir: Path, check_only: bool = False) -> None:
         raise DatasetError(f"{out_dir}: not a folder")
     if not any(out_dir.iterdir()):
         return
-    if not (out_dir / "dlte.json").is_file():
+    ours = {"dlte.json", ".dlte.json.partial", "queries", "targets", "lakes"}  # lakes: the suites' cache
+    if not (out_dir / "dlte.json").is_file() and not {p.name for p in out_dir.iterdir()} <= ours:
         raise DatasetError(
             f"{out_dir}: a folder that is not a DLTE benchmark (no dlte.json) and is not empty; name a new folder"
         )
     if check_only:
         return
-    (out_dir / "dlte.json").unlink()
+    (out_dir / "dlte.json").unlink(missing_ok=True)  # missing: a run cut short
     for sub in ("queries", "targets"):
         for tier in sorted((out_dir / sub).glob("tier*")):
             if tier.is_dir() and not tier.is_symlink():
