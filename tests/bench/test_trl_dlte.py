@@ -124,7 +124,7 @@ def test_dlte_suite_end_to_end(data: Path) -> None:
         assert 0.0 <= m[key] <= 1.0, key
     assert m["recall@10_any"] >= m["recall@10_union"]
     assert set(result["per_tier"]) == {"tier0", "tier1"}
-    assert result["chosen_on"] == "dev" and "pipeline" in result and "spec_pipeline" in m
+    assert result["chosen_on"] == "dev" and "recall_tuned_pipeline" in result and "recall_tuned_pipeline" in m
     assert ticks[-1][0] == ticks[-1][1] == 12  # 6 dev queries (thresholds) + 6 test
     # the lakes are cached in the data folder and reused
     assert (data / "lakes" / "lexical" / "targets-tier1" / "lake.json").is_file()
