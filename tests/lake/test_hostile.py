@@ -124,3 +124,22 @@ def test_make_dlte_cut_short_can_be_run_again_into_its_folder(tmp_path: Path) ->
     summary = make_dlte(source, out, seed=1, tiers=(0,), max_mothers=6)
     assert (out / "dlte.json").is_file()
     assert len(list((out / "targets" / "tier0").iterdir())) == summary["n_targets"]
+
+
+def test_a_benchmark_folder_that_cannot_be_written_is_a_dataset_error(tmp_path: Path) -> None:
+    from tabverify.bench.trl import run_suite
+    from tabverify.errors import DatasetError
+    from tabverify.lake.dlte import make_dlte
+    from tabverify.lake.encoders import get_table_encoder
+
+    source = _dlte_source(tmp_path / "tables")
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "queries").write_text("")  # where make-dlte makes a folder (as a read-only disk refuses it)
+    with pytest.raises(DatasetError, match="must be writable"):
+        make_dlte(source, blocked, tiers=(0,), max_mothers=4)
+    data = tmp_path / "dlte"
+    make_dlte(source, data, tiers=(0,), max_mothers=4)
+    (data / "lakes").write_text("")  # where the suites cache their lakes
+    with pytest.raises(DatasetError, match="writable copy"):
+        run_suite("union", get_table_encoder("lexical"), data, split="dev", tiers=(0,))

@@ -332,8 +332,24 @@ def make_dlte(
 
     Raises:
         DatasetError: ``tables_dir`` is not a folder, no table can be a mother, bad tiers or share;
-            ``out_dir`` is a non-empty folder that is not a DLTE benchmark.
+            ``out_dir`` is a non-empty folder that is not a DLTE benchmark, or cannot be written.
     """
+    try:
+        return _make_dlte(tables_dir, out_dir, seed, tiers, dev_share, max_mothers, progress)
+    except OSError as exc:  # a read-only or full disk, a file gone while reading
+        where = exc.filename or out_dir
+        raise DatasetError(f"{where}: {exc.strerror or exc}; the benchmark folder must be writable") from None
+
+
+def _make_dlte(
+    tables_dir: str | Path,
+    out_dir: str | Path,
+    seed: int,
+    tiers: Sequence[int],
+    dev_share: float,
+    max_mothers: int | None,
+    progress: Progress | None,
+) -> dict[str, Any]:
     tables_dir = Path(tables_dir)
     out_dir = Path(out_dir)
     tiers = sorted(set(tiers))

@@ -242,6 +242,18 @@ def _open_lakes(
     """Each tier's view: the distractor lake (``lake``, or built and cached under
     ``DATA/lakes/<encoder>/distractors``) and the tier's targets (cached under
     ``DATA/lakes/<encoder>/targets-tier<t>``)."""
+    try:
+        return _open_cached_lakes(encoder, data, info, lake, tiers)
+    except OSError as exc:  # a read-only benchmark folder
+        raise DatasetError(
+            f"{exc.filename or data}: {exc.strerror or exc}; the suites cache their lakes under "
+            f"{data / 'lakes'}: give a writable copy of {data}"
+        ) from None
+
+
+def _open_cached_lakes(
+    encoder: Any, data: Path, info: dict[str, Any], lake: Path | None, tiers: Sequence[int]
+) -> dict[int, DlteLakes]:
     from tabverify.lake.indexing import build_lake
     from tabverify.lake.store import Lake
 
