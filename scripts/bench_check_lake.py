@@ -3,8 +3,9 @@
     # the lake over all 16,573 TabFact tables (once; resumable)
     .venv/bin/tabverify lake index ../shared/datasets/tabfact/data/all_csv --encoder lexical \
         --captions ../shared/datasets/tabfact/data/table_to_page.json --out results/lakes/tabfact-lexical
-    # the reranker's weights from 3,000 TRAIN statements (what tabverify.lake.retrieve.MODELS holds)
-    .venv/bin/python scripts/bench_check_lake.py fit --lake results/lakes/tabfact-lexical
+    # the reranker's weights from 3,000 TRAIN statements (what tabverify.lake.retrieve.MODELS holds):
+    # the lake encoder's model, and with --keyword-model also the keyword-only one (same pools)
+    .venv/bin/python scripts/bench_check_lake.py fit --lake results/lakes/tabfact-lexical --keyword-model
     # Recall@k / MRR on val (the TRL-Bench suite)
     .venv/bin/tabverify bench trl --suite claim-retrieval --encoder lexical \
         --data ../shared/datasets/tabfact --split val --lake results/lakes/tabfact-lexical
@@ -34,20 +35,26 @@ def main() -> int:
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--n", type=int, default=100, help="latency: val statements timed")
     parser.add_argument("--statements", type=int, default=3000, help="fit: train statements")
-    parser.add_argument("--no-dense", action="store_true", help="fit: the keyword-only model")
+    parser.add_argument("--no-dense", action="store_true", help="fit: only the keyword-only model")
+    parser.add_argument(
+        "--keyword-model", action="store_true", help="fit: also the keyword-only model, from the same pools"
+    )
     args = parser.parse_args()
 
     from tabverify.lake.store import Lake
 
     if args.command == "fit":
-        from tabverify.bench.trl.claims import fit_model
+        from tabverify.bench.trl.claims import fit_models
 
         lake = Lake.open(args.lake)
         started = time.perf_counter()
-        model = fit_model(lake, args.data, statements=args.statements, dense=not args.no_dense)
-        print(json.dumps({"encoder": lake.meta.get("encoder"), "coef": model.coef,
-                          "intercept": model.intercept, "dense": model.dense,
-                          "seconds": round(time.perf_counter() - started, 1)}))  # fmt: skip
+        variants = (False,) if args.no_dense else (True, False) if args.keyword_model else (True,)
+        models = fit_models(lake, args.data, statements=args.statements, dense=variants)
+        seconds = round(time.perf_counter() - started, 1)
+        for model in models:
+            print(json.dumps({"encoder": lake.meta.get("encoder"), "coef": model.coef,
+                              "intercept": model.intercept, "dense": model.dense,
+                              "listwise": model.listwise, "seconds": seconds}))  # fmt: skip
         return 0
 
     from tabverify.bench.tabfact import load_examples

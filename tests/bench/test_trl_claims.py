@@ -11,7 +11,7 @@ from tabverify.bench.trl import run_suite
 from tabverify.bench.trl.claims import fit_model, metrics, run, tabfact_captions
 from tabverify.errors import DatasetError
 from tabverify.lake.encoders import get_table_encoder
-from tabverify.lake.retrieve import FEATURES, Retriever
+from tabverify.lake.retrieve import _DENSE_INDEX, FEATURES, Retriever
 from tabverify.lake.store import Lake
 
 TABLES = {
@@ -82,9 +82,13 @@ def test_the_reranker_is_fitted_on_train_statements_only(data: Path, tmp_path: P
     run(encoder, data, split="val", lake=tmp_path / "lake", limit=1)
     lake = Lake.open(tmp_path / "lake")
     model = fit_model(lake, data, statements=10)
-    assert len(model.coef) == len(FEATURES)
-    found = Retriever(lake, model=model).retrieve("tom luken be the democratic incumbent of ohio 1", k=2)
+    assert len(model.coef) == len(FEATURES) and model.listwise and model.intercept == 0.0
+    assert any(model.coef)
+    found = Retriever(lake, model=model).retrieve("tom luken be the democratic incumbent of ohio 1", k=10)
     assert found[0].id == "1-5-1.html.csv"
+    assert sum(c.score for c in found) == pytest.approx(1.0)  # softmax shares of the whole pool
+    keyword_only = fit_model(lake, data, statements=10, dense=False)
+    assert not keyword_only.dense and all(keyword_only.coef[i] == 0.0 for i in _DENSE_INDEX)
     result = run(encoder, data, split="val", lake=lake, fit=True)
     assert result["reranker"]["fitted_in_run"] and result["metrics"]["recall@1"] == 1.0
     with pytest.raises(DatasetError, match="train"):

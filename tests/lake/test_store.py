@@ -150,7 +150,12 @@ def test_a_lake_holds_metadata_copies_vectors_and_sketches(built: tuple[Path, Pa
     with pytest.raises(LakeError, match="no table"):
         lake.info("missing.csv")
     meta = json.loads((path / "lake.json").read_text())
-    assert (meta["format"], meta["encoder"], meta["encoder_version"], meta["dim"]) == (1, "tiny", "1", 32)
+    assert (meta["format"], meta["encoder"], meta["encoder_version"], meta["dim"]) == (
+        store.FORMAT_VERSION,
+        "tiny",
+        "1",
+        32,
+    )
 
 
 def original_cities(source: Path) -> Table:

@@ -47,8 +47,10 @@ __all__ = [
     "rebuild_command",
 ]
 
-FORMAT_VERSION = 1
-"""The on-disk layout's version; a lake of another version is refused (rebuild it)."""
+FORMAT_VERSION = 2
+"""The on-disk layout's version; a lake of another version is refused (rebuild it). Version 2: the
+keyword index stems English words (FTS5 ``porter``), so ``win`` finds ``wins`` and ``entry`` finds
+``entries``."""
 
 MAX_STORED_ROWS = 20_000
 """Rows of a table a lake keeps a copy of (``TableInfo.n_rows`` is the full count)."""
@@ -94,7 +96,9 @@ CREATE TABLE IF NOT EXISTS columns (
     PRIMARY KEY (table_rowid, j)
 );
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(caption, headers, cells, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(
+    caption, headers, cells, tokenize = 'porter unicode61 remove_diacritics 2'
+);
 """
 
 
@@ -486,6 +490,26 @@ class Lake:
             table_id, source, name, caption, tuple(json.loads(header)), n_rows, n_columns, bool(capped)
         )
 
+    def rows(self, table_id: str) -> tuple[str, tuple[str, ...], list[list[str]]]:
+        """Caption, header and the cell texts of the stored rows of table ``table_id``, without
+        parsing quantities (a fraction of :meth:`load`'s cost; LakeError when it holds no such table
+        or its copy is corrupt)."""
+        rowid = self._row(table_id)
+        (caption, header, data), = self._fetch(
+            "SELECT caption, header, data FROM tables WHERE rowid = ?", (rowid,)
+        )  # fmt: skip
+        try:
+            rows = json.loads(zlib.decompress(data).decode("utf-8"))
+            names = json.loads(header)
+        except (zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise LakeError(
+                f"{self.path}: the stored copy of {table_id!r} is corrupt ({exc}); rebuild the lake"
+            ) from None
+        if not isinstance(rows, list) or not isinstance(names, list):
+            raise LakeError(f"{self.path}: the stored copy of {table_id!r} is corrupt; rebuild the lake")
+        cells = [[str(value) for value in row] for row in rows if isinstance(row, list)]
+        return str(caption), tuple(str(name) for name in names), cells
+
     def fingerprints(self) -> dict[str, str]:
         """Table id -> the fingerprint of its source when it was indexed."""
         return dict(self._fetch("SELECT id, fingerprint FROM tables", ()))
@@ -632,7 +656,8 @@ class Lake:
 
     def search_keywords(self, text: str, k: int = 10) -> list[Hit]:
         """Tables by SQLite FTS5 BM25 over captions, headers and cell values (score: -bm25, higher is
-        better); any word of ``text`` may match."""
+        better); any word of ``text`` may match, and words match their inflected forms (the index and
+        the query are stemmed by FTS5's ``porter`` tokenizer: ``entry`` finds ``entries``)."""
         query = keyword_query(text)
         if not query or k <= 0:
             return []
