@@ -106,3 +106,18 @@ def test_a_table_name_with_a_line_break_cannot_print_a_fake_hit(tmp_path: Path) 
     assert len(lines) == 2  # two tables, two lines
     assert any("a.csv\\n  2  0.9999  trusted.csv" in line for line in lines)
     assert "\x1b" not in result.stdout and any("\\x1b[31mred.csv" in line for line in lines)
+
+
+def test_bench_trl_out_cannot_overwrite_the_lake_it_reads(tmp_path: Path) -> None:
+    source, lake, data = tmp_path / "source", tmp_path / "lake", tmp_path / "data"
+    source.mkdir()
+    data.mkdir()
+    (source / "teams.csv").write_text("team,city\nhawks,atlanta\nbulls,chicago\n", encoding="utf-8")
+    assert run("lake", "index", str(source), "--encoder", "lexical", "--out", str(lake)).returncode == 0
+    before = (lake / "meta.sqlite").read_bytes()
+    result = run(
+        "bench", "trl", "--suite", "union", "--data", str(data), "--lake", str(lake),
+        "--out", str(lake / "meta.sqlite"),
+    )  # fmt: skip
+    assert "is inside an input" in one_error(result)
+    assert (lake / "meta.sqlite").read_bytes() == before

@@ -148,7 +148,7 @@ def bench_trl(
     if suite not in SUITES:
         fail(f"--suite {suite!r}: choose one of {', '.join(SUITES)}")
     _data_folder(data)
-    check_output(out_file, "--out", [data])
+    check_output(out_file, "--out", [data, lake])  # the lake too: --out LAKE/meta.sqlite destroyed it
     options: dict[str, object] = {}
     if split is not None:
         options["split"] = split
