@@ -143,3 +143,15 @@ def test_a_benchmark_folder_that_cannot_be_written_is_a_dataset_error(tmp_path: 
     (data / "lakes").write_text("")  # where the suites cache their lakes
     with pytest.raises(DatasetError, match="writable copy"):
         run_suite("union", get_table_encoder("lexical"), data, split="dev", tiers=(0,))
+
+
+def test_a_lake_among_the_tables_is_not_read_as_tables(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    build_lake(source, source / "old.lake", "lexical")  # a lake kept inside the folder of tables
+    summary = build_lake(source, tmp_path / "lake", "lexical")
+    assert (summary.added, summary.skipped) == (1, [])  # not old.lake/lake.json, old.lake/faiss.json
+    with pytest.raises(LakeError, match="is a lake, not a folder of tables"):
+        build_lake(source / "old.lake", tmp_path / "other", "lexical")
+    assert not (tmp_path / "other").exists()

@@ -163,11 +163,13 @@ def fingerprint_content(fingerprint: str) -> str:
 
 def _walk(root: Path) -> Iterator[Path]:
     """Every non-hidden entry under ``root`` that looks like a table file, sorted, not following
-    symlinked folders."""
+    symlinked folders nor entering a lake folder (one holding ``lake.json`` and ``meta.sqlite``)."""
     stack = [root]
     found: list[Path] = []
     while stack:
         folder = stack.pop()
+        if folder != root and (folder / "lake.json").is_file() and (folder / "meta.sqlite").is_file():
+            continue  # another lake kept among the tables: its files are no tables
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
@@ -285,6 +287,10 @@ def check_source(source: str | Path, lake: str | Path | None = None) -> None:
                 "tables (or the database) the lake is built from"
             )
     if path.is_dir():
+        if (path / "lake.json").is_file() and (path / "meta.sqlite").is_file():
+            raise LakeError(
+                f"{shown}: is a lake, not a folder of tables; give the folder of tables it was built from"
+            )
         return
     if not path.is_file():
         raise LakeError(f"{shown}: not a regular file or folder; give a folder of tables or a database file")
