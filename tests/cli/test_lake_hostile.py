@@ -121,3 +121,14 @@ def test_bench_trl_out_cannot_overwrite_the_lake_it_reads(tmp_path: Path) -> Non
     )  # fmt: skip
     assert "is inside an input" in one_error(result)
     assert (lake / "meta.sqlite").read_bytes() == before
+
+
+def test_check_lake_takes_a_statement_longer_than_a_file_name(tmp_path: Path) -> None:
+    source, lake = tmp_path / "source", tmp_path / "lake"
+    source.mkdir()
+    (source / "players.csv").write_text("player,goals\nalice smith,10\nbob jones,7\n", encoding="utf-8")
+    assert run("lake", "index", str(source), "--encoder", "lexical", "--out", str(lake)).returncode == 0
+    statement = "alice smith scored 10 goals " + "and that was a season to remember " * 10  # > 255 bytes
+    result = run("check", "--lake", str(lake), statement)
+    assert result.returncode in (0, 1), result.stderr  # a verdict, not an internal error
+    assert "players.csv" in result.stdout

@@ -155,3 +155,54 @@ def test_a_lake_among_the_tables_is_not_read_as_tables(tmp_path: Path) -> None:
     with pytest.raises(LakeError, match="is a lake, not a folder of tables"):
         build_lake(source / "old.lake", tmp_path / "other", "lexical")
     assert not (tmp_path / "other").exists()
+
+
+CALLED: list[str] = []
+
+
+def record_call() -> object:
+    """A module:attribute a hostile lake.json may name: it must never be called by opening the lake."""
+    CALLED.append("called")
+    return object()
+
+
+def test_opening_a_lake_never_runs_the_module_attribute_its_lake_json_names(tmp_path: Path) -> None:
+    import json
+
+    from tabverify.lake.store import Lake
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    lake = tmp_path / "lake"
+    build_lake(source, lake, "lexical")
+    meta = json.loads((lake / "lake.json").read_text(encoding="utf-8"))
+    meta["encoder"] = f"{__name__}:record_call"
+    (lake / "lake.json").write_text(json.dumps(meta), encoding="utf-8")
+    with Lake.open(lake) as opened, pytest.raises(LakeError, match="third-party encoder"):
+        opened.search_text("hawks", 1)
+    assert CALLED == []
+
+
+def test_claim_retrieval_refuses_a_lake_without_the_statements_tables(tmp_path: Path) -> None:
+    import json
+
+    from tabverify.bench.trl.claims import run
+    from tabverify.errors import DatasetError
+    from tabverify.lake.encoders import get_table_encoder
+
+    data = tmp_path / "tabfact"
+    (data / "data" / "all_csv").mkdir(parents=True)
+    (data / "tokenized_data").mkdir()
+    (data / "data" / "all_csv" / "1-1-1.html.csv").write_text(
+        "planet#moons\nmars#2\nearth#1\n", encoding="utf-8"
+    )
+    statements = {"1-1-1.html.csv": [["mars have 2 moon"], [1], "solar system"]}
+    (data / "tokenized_data" / "val_examples.json").write_text(json.dumps(statements), encoding="utf-8")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    encoder = get_table_encoder("lexical")
+    build_lake(other, tmp_path / "lake", encoder)
+    with pytest.raises(DatasetError, match="not in the lake"):
+        run(encoder, data, split="val", lake=tmp_path / "lake")

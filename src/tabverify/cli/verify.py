@@ -227,13 +227,22 @@ def _check_lake_usage(first: str, db: str | None, *others: object) -> None:
     if db is not None:
         fail("give one of a TABLE file, --db TARGET or --lake LAKE, not --db and --lake together")
     word = first.strip()
-    if (" " not in word and word.lower().endswith(_TABLE_SUFFIXES)) or Path(word).is_file():
+    if (" " not in word and word.lower().endswith(_TABLE_SUFFIXES)) or _is_file(word):
         fail(
             f"--lake LAKE retrieves the table itself: give only STATEMENTs, not a TABLE file ({word[:80]!r})"
         )
     if any(value not in (None, "", "auto") for value in others):
         fail("with --lake give only STATEMENTs (and --models, --json); --table, --cache, --caption, "
              "--extra-info, --trace, --verifier, --llm-base-url and --model go with a TABLE or --db")  # fmt: skip
+
+
+def _is_file(word: str) -> bool:
+    """Whether ``word`` names an existing file (a statement longer than a file name may be is none:
+    asking the OS raised 'File name too long')."""
+    try:
+        return Path(word).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _check_against_lake(path: Path, statements: list[str], models: Path | None, as_json: bool) -> NoReturn:

@@ -441,7 +441,14 @@ class Lake:
     def encoder(self) -> Any:
         """The lake's table encoder (loaded by name on first use when none was given to :meth:`open`)."""
         if self._encoder is None:
-            encoder = _get_encoder(str(self.meta["encoder"]))
+            name = str(self.meta["encoder"])
+            if ":" in name and not name.strip().lower().startswith("sentence:"):
+                # lake.json is data: naming module:attribute must not make opening a lake run code
+                raise LakeError(
+                    f"{self.path}: built with the third-party encoder {name!r}, which a lake does not import "
+                    "by itself; open it with that encoder (Lake.open(path, encoder=...))"
+                )
+            encoder = _get_encoder(name)
             check_encoder(self.path, self.meta, encoder)
             self._encoder = encoder
         return self._encoder

@@ -259,6 +259,12 @@ def run(
     if limit is not None:
         examples = examples[: max(0, limit)]
     opened = _open_lake(encoder, data, lake, None)
+    missing = sum(1 for e in examples if e.table_id not in opened)
+    if missing > 0.05 * len(examples):  # a lake of other tables: every number would be 0 without a word
+        raise DatasetError(
+            f"the tables of {missing:,} of the {len(examples):,} {split} statements are not in the lake "
+            f"({len(opened):,} tables); give a lake of {data / 'data' / 'all_csv'}, or leave --lake out"
+        )
     started = time.perf_counter()
     if fit and model is None:
         model = fit_model(opened, data)
