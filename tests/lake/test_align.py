@@ -13,6 +13,7 @@ from tabverify.lake.align import (
     align_columns,
     csls,
     decide,
+    keys_may_match,
     match_rows,
 )
 from tabverify.lake.encoders import get_table_encoder
@@ -114,3 +115,22 @@ def test_large_tables_match_by_key_only(monkeypatch) -> None:
     matches = match_rows(vectors, vectors, ["a", "b"], ["b", "zz"], loose)
     assert [(m.query, m.candidate, m.how) for m in matches] == [(1, 0, "key")]
     assert match_rows(vectors, vectors, thresholds=loose) == []
+
+
+def test_a_leftover_row_never_takes_another_entitys_row() -> None:
+    """After key matching, the last free row on each side (knicks vs heat) have near vectors (the
+    same city-less shape) but name different entities: no match. A typo'd key still matches."""
+    rng = np.random.default_rng(2)
+    base = rng.normal(size=(3, 16)).astype(np.float32)
+    cand = base + 0.01 * rng.normal(size=(3, 16)).astype(np.float32)
+    q_keys = ["hawks", "bulls", "knicks"]
+    matches = match_rows(base, cand, q_keys, ["hawks", "bulls", "heat"], Thresholds(row_z=0.0))
+    assert {(m.query, m.candidate) for m in matches} == {(0, 0), (1, 1)}
+    matches = match_rows(base, cand, q_keys, ["hawks", "bulls", "knikcs"], Thresholds(row_z=0.0))
+    assert (2, 2, "csls") in {(m.query, m.candidate, m.how) for m in matches}
+
+
+def test_keys_may_match() -> None:
+    assert keys_may_match("heat", "haet") and keys_may_match("Manchester United", "manchester")
+    assert keys_may_match("", "anything") and keys_may_match("A  B", "a b")
+    assert not keys_may_match("knicks", "heat") and not keys_may_match("lakers", "celtics")

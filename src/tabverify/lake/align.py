@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from difflib import SequenceMatcher
 
 import numpy as np
 
@@ -195,6 +196,21 @@ def csls(sims: np.ndarray, k: int = 5) -> np.ndarray:
     return 2 * sims - r_query[:, None] - r_cand[None, :]
 
 
+KEY_SIMILARITY = 0.7
+"""Least difflib ratio of two normalised keys for a vector row match (chosen a priori: one typo in
+a four-letter key, "heat"/"haet", is 0.75; two different short names, "knicks"/"heat", 0.2)."""
+
+
+def keys_may_match(a: str, b: str) -> bool:
+    """Whether two key values may name the same entity although they differ: either is empty
+    (nothing to compare), one is a prefix of the other (a cut), or their difflib ratio reaches
+    :data:`KEY_SIMILARITY` after normalisation (a typo, a case change)."""
+    x, y = normalize_value(a), normalize_value(b)
+    if not x or not y or x.startswith(y) or y.startswith(x):
+        return True
+    return SequenceMatcher(None, x, y).ratio() >= KEY_SIMILARITY
+
+
 def match_rows(
     query_rows: np.ndarray | None,
     candidate_rows: np.ndarray | None,
@@ -205,7 +221,9 @@ def match_rows(
     """Query rows matched one-to-one with candidate rows: equal non-empty key values first
     (when both key lists are given; a key value repeated on either side matches nothing), then
     CSLS reciprocal nearest neighbours on the row vectors among the rows left (when given, and
-    at most :data:`MAX_CSLS_PAIRS` pairs of them). Sorted by query row."""
+    at most :data:`MAX_CSLS_PAIRS` pairs of them). With keys, a vector match must also have
+    similar keys (:func:`keys_may_match`: a typo, a case change or a cut, not another entity), so
+    the last unmatched row on each side is never paired for want of a rival. Sorted by query row."""
     matches: dict[int, RowMatch] = {}
     used: set[int] = set()
     if query_keys is not None and candidate_keys is not None:
@@ -235,6 +253,12 @@ def match_rows(
             for a, i in enumerate(free_q):
                 b = int(best_c[a])
                 if int(best_q[b]) != a or cos[a, b] < thresholds.row_min_cosine:
+                    continue
+                if (
+                    query_keys is not None
+                    and candidate_keys is not None
+                    and not keys_may_match(query_keys[i], candidate_keys[free_c[b]])
+                ):
                     continue
                 row = scores[a]
                 if len(row) > 1:
