@@ -89,4 +89,8 @@ def test_usage_errors_exit_2_with_one_line(lake: Path, tmp_path: Path) -> None:
     )
     assert "--db" in error_line(run("check", "--lake", str(lake), "--db", str(table), "mars have 2 moon"))
     assert "--table" in error_line(run("check", "--lake", str(lake), "--table", "t", "mars have 2 moon"))
-    assert "no table of the lake" in error_line(run("check", "--lake", str(lake), "zzqx qqvw"))
+    # a statement no table matches is NOT ENOUGH INFO (exit 1), and the others are still checked
+    both = run("check", "--lake", str(lake), "zzqx qqvw", "mars have 2 moon")
+    assert both.returncode == 1 and "Traceback" not in both.stderr, both.stderr
+    assert "NOT ENOUGH INFO" in both.stdout and "no table of the lake" in both.stdout
+    assert "mars have 2 moon" in both.stdout

@@ -111,9 +111,10 @@ def test_a_verdict_without_a_lake_keeps_its_json_shape() -> None:
     assert "evidence_table" not in verdict.to_dict() and "runners_up" not in verdict.to_dict()
 
 
-def test_no_matching_table_or_an_empty_statement_is_a_lake_error(lake: Lake) -> None:
-    with pytest.raises(LakeError, match="no table of the lake"):
-        check_with_lake(lake, "zzqx qqvw")
+def test_no_matching_table_is_not_enough_info_and_an_empty_statement_a_lake_error(lake: Lake) -> None:
+    verdict = check_with_lake(lake, "zzqx qqvw")
+    assert verdict.label == Label.NOT_ENOUGH_INFO and verdict.evidence_table is None
+    assert "no table of the lake" in verdict.trace[0].text
     with pytest.raises(LakeError, match="empty"):
         check_with_lake(lake, "   ")
     with pytest.raises(ValueError):

@@ -283,7 +283,11 @@ def _check_against_lake(path: Path, statements: list[str], models: Path | None, 
             )
             for note in verdict.warnings:
                 warn(note)
-            caption = opened.info(verdict.evidence_table).caption if verdict.evidence_table else ""
+            if verdict.evidence_table is None:
+                for step in verdict.trace:
+                    out.print(text(f"  {step.text}"))
+                continue
+            caption = opened.info(verdict.evidence_table).caption
             out.print(text(f"  table: {verdict.evidence_table}" + (f" ({caption})" if caption else "")))
             out.print(text(f"  runners-up: {', '.join(verdict.runners_up) or 'none'}"))
             if verdict.program:

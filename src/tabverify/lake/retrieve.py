@@ -38,8 +38,8 @@ import numpy as np
 from tabverify.errors import LakeError, ModelError, TabverifyError
 from tabverify.table.model import Table
 from tabverify.text.linking import STOP_WORDS
-from tabverify.text.normalize import _IRREGULAR, tokenize
-from tabverify.verify.verdict import Verdict
+from tabverify.text.normalize import IRREGULAR, tokenize
+from tabverify.verify.verdict import Label, TraceStep, Verdict
 
 __all__ = [
     "DENSE_POOL",
@@ -52,6 +52,12 @@ __all__ = [
     "keyword_terms",
     "retrieve",
 ]
+
+NO_TABLE = (
+    "no table of the lake matches the statement (no word of it is in any caption, header or cell); "
+    "check the lake, or give the table with `tabverify check TABLE`"
+)
+"""Why a statement no table matches is NOT ENOUGH INFO (its verdict's trace note)."""
 
 KEYWORD_POOL = 200
 """Tables the keyword search hands to the reranker (200, not 100: the statement's own table is in
@@ -79,7 +85,7 @@ MAX_QUERY_TERMS = 64
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _INFLECTED: dict[str, list[str]] = {}
-for _form, _lemma in _IRREGULAR.items():
+for _form, _lemma in IRREGULAR.items():
     _INFLECTED.setdefault(_lemma, []).append(_form)
 
 BASE_FEATURES = (
@@ -600,8 +606,11 @@ def check_with_lake(
     best first.
 
     Raises:
-        LakeError: the lake holds no table for the statement (an empty lake, or no word matched).
-        TabverifyError: the statement is empty or too long for the verifier.
+        LakeError: the statement is empty.
+        TabverifyError: the statement is too long for the verifier.
+
+    When no table of the lake matches the statement (no word of it is in any caption, header or
+    cell), the verdict is NOT ENOUGH INFO with no evidence table, and its trace says why.
     """
     if verifier is None:
         from tabverify.verify import TableVerifier
@@ -611,9 +620,14 @@ def check_with_lake(
         raise LakeError("the statement is empty; give the claim to check")
     found = (retriever or Retriever(lake)).retrieve(statement, k=max(1, candidates))
     if all(c.keyword_rank is None for c in found):  # only dense neighbours: nothing of it is in the lake
-        raise LakeError(
-            "no table of the lake matches the statement (no word of it is in any caption, header or "
-            "cell); check the lake, or give the table with `tabverify check TABLE`"
+        return Verdict(
+            statement=statement,
+            label=Label.NOT_ENOUGH_INFO,
+            program="",
+            result=None,
+            confidence=1.0,
+            source="lake: no table found",
+            trace=(TraceStep("note", NO_TABLE),),
         )
     chosen: tuple[Verdict, str] | None = None
     error: TabverifyError | None = None

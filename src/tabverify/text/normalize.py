@@ -18,8 +18,9 @@ from tabverify.text.spans import Span
 
 _TOKEN_RE = re.compile(r"\d+(?:[.,:]\d+)*(?:st|nd|rd|th|%)?|[^\W\d_]+(?:'[^\W\d_]+)?|[^\w\s]", re.UNICODE)
 
-# irregular forms the lemmatizer produced in the release, mapped so raw text meets it
-_IRREGULAR = {
+# irregular forms the lemmatizer produced in the release, mapped so raw text meets it (public: claim
+# retrieval adds them to keyword queries)
+IRREGULAR = {
     "was": "be", "were": "be", "is": "be", "are": "be", "been": "be", "being": "be", "am": "be",
     "won": "win", "lost": "lose", "had": "have", "has": "have", "did": "do", "does": "do",
     "scored": "score", "played": "play", "went": "go", "came": "come", "took": "take",
@@ -43,8 +44,8 @@ class Token:
 def stem(word: str) -> str:
     """A light stem: lower-case, irregular forms, plural and -ed/-ing endings stripped."""
     w = word.lower()
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
+    if w in IRREGULAR:
+        return IRREGULAR[w]
     if not w.isalpha() or len(w) <= 3:
         return w
     if w.endswith("ies") and len(w) > 4:
