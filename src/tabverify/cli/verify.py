@@ -19,7 +19,7 @@ from tabverify.program.database_table import DatabaseTable, open_table
 from tabverify.program.sql import prepare_table, run_program
 from tabverify.program.tree import parse_program
 from tabverify.table import CellRef, Table, load_table
-from tabverify.verify.verdict import result_text
+from tabverify.verify.verdict import Verdict, result_text
 
 program_app = typer.Typer(
     help="Run and inspect table programs in the TabFact brace syntax.",
@@ -197,15 +197,7 @@ def check(
         print(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
         for verdict in verdicts:
-            colour = "green" if verdict.entailed else "red"
-            out.print(
-                Text.assemble(
-                    (verdict.label.value, f"bold {colour}"),
-                    clean(f" ({verdict.confidence:.0%})  {verdict.statement}"),
-                )
-            )
-            for note in verdict.warnings:
-                warn(note)
+            _print_heading(verdict)
             if verdict.program:
                 out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
             else:
@@ -220,6 +212,19 @@ def check(
 
 
 _TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".pq", ".txt")
+
+
+def _print_heading(verdict: Verdict) -> None:
+    """A verdict's first line (label, confidence, statement) and its warnings."""
+    colour = "green" if verdict.entailed else "red"
+    out.print(
+        Text.assemble(
+            (verdict.label.value, f"bold {colour}"),
+            clean(f" ({verdict.confidence:.0%})  {verdict.statement}"),
+        )
+    )
+    for note in verdict.warnings:
+        warn(note)
 
 
 def _check_lake_usage(first: str, db: str | None, *others: object) -> None:
@@ -274,15 +279,7 @@ def _check_against_lake(path: Path, statements: list[str], models: Path | None, 
         )
     else:
         for verdict in verdicts:
-            colour = "green" if verdict.entailed else "red"
-            out.print(
-                Text.assemble(
-                    (verdict.label.value, f"bold {colour}"),
-                    clean(f" ({verdict.confidence:.0%})  {verdict.statement}"),
-                )
-            )
-            for note in verdict.warnings:
-                warn(note)
+            _print_heading(verdict)
             if verdict.evidence_table is None:
                 for step in verdict.trace:
                     out.print(text(f"  {step.text}"))
