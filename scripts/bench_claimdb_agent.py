@@ -24,7 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tabverify.claimdb.sample import build_sample  # noqa: E402
 from tests.claimdb.sample_model import SampleModel  # noqa: E402
 from tests.llm_server import (  # noqa: E402
     FlakyModel,
@@ -38,11 +37,15 @@ from tests.llm_server import (  # noqa: E402
     stubborn_model,
 )
 
+from tabverify.claimdb.sample import build_sample  # noqa: E402
+
 CAP = 20
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--schema", default=str(ROOT.parent / "shared/datasets/claimdb/schema"))
     parser.add_argument("--out", default=None, help="write the per-model results as JSON here")
     args = parser.parse_args()
@@ -83,7 +86,8 @@ def main() -> int:
                 trace = Path(data["trace"])
                 lines = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
                 complete = all(
-                    {"claim_id", "messages", "queries", "tokens", "tool_calls", "verdict"} <= set(r) for r in lines
+                    {"claim_id", "messages", "queries", "tokens", "tool_calls", "verdict"} <= set(r)
+                    for r in lines
                 )
                 row.update(
                     n=data["n"],
