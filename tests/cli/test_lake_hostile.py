@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.conftest import run
+from tests.lake.test_hostile import write_dlte_source
 
 
 def one_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -18,19 +19,8 @@ def one_error(result: subprocess.CompletedProcess[str]) -> str:
     return errors[0]
 
 
-def write_tables(folder: Path, n: int = 12) -> Path:
-    """``n`` tables a DLTE mother can be carved from (a distinct text key, 5 other columns)."""
-    folder.mkdir()
-    for t in range(n):
-        rows = [
-            f"player {t} {r},team {r % 3},city {r % 4},{1990 + r},{r * 7 % 50},{r + 1}" for r in range(12)
-        ]
-        (folder / f"t{t:02d}.csv").write_text("name,team,city,year,points,rank\n" + "\n".join(rows) + "\n")
-    return folder
-
-
 def test_bench_dlte_refuses_a_lake_of_other_tables(tmp_path: Path) -> None:
-    tables, other = write_tables(tmp_path / "tables"), tmp_path / "other"
+    tables, other = write_dlte_source(tmp_path / "tables"), tmp_path / "other"
     other.mkdir()
     (other / "teams.csv").write_text("team,city\nhawks,atlanta\nbulls,chicago\n", encoding="utf-8")
     data = tmp_path / "dlte"

@@ -59,7 +59,7 @@ def test_a_source_no_table_can_come_from_leaves_no_lake_behind(tmp_path: Path, n
     assert not lake.exists()
 
 
-def _dlte_source(folder: Path, n: int = 12) -> Path:
+def write_dlte_source(folder: Path, n: int = 12) -> Path:
     """``n`` tables a DLTE mother can be carved from (a distinct text key, 5 other columns)."""
     folder.mkdir()
     for t in range(n):
@@ -73,7 +73,7 @@ def _dlte_source(folder: Path, n: int = 12) -> Path:
 def test_make_dlte_again_into_its_folder_leaves_no_stale_target(tmp_path: Path) -> None:
     from tabverify.lake.dlte import make_dlte
 
-    source, out = _dlte_source(tmp_path / "tables"), tmp_path / "dlte"
+    source, out = write_dlte_source(tmp_path / "tables"), tmp_path / "dlte"
     make_dlte(source, out, seed=0, tiers=(0,), max_mothers=6)
     summary = make_dlte(source, out, seed=1, tiers=(0,), max_mothers=6)
     # the suites index the whole target folder: only this run's targets may be in it
@@ -85,7 +85,7 @@ def test_make_dlte_refuses_a_folder_that_is_not_a_benchmark(tmp_path: Path) -> N
     from tabverify.errors import DatasetError
     from tabverify.lake.dlte import make_dlte
 
-    source, out = _dlte_source(tmp_path / "tables"), tmp_path / "documents"
+    source, out = write_dlte_source(tmp_path / "tables"), tmp_path / "documents"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n")
     with pytest.raises(DatasetError, match="not a DLTE benchmark"):
@@ -118,7 +118,7 @@ def test_a_database_that_cannot_be_opened_leaves_no_empty_lake(tmp_path: Path) -
 def test_make_dlte_cut_short_can_be_run_again_into_its_folder(tmp_path: Path) -> None:
     from tabverify.lake.dlte import make_dlte
 
-    source, out = _dlte_source(tmp_path / "tables"), tmp_path / "dlte"
+    source, out = write_dlte_source(tmp_path / "tables"), tmp_path / "dlte"
     make_dlte(source, out, seed=0, tiers=(0,), max_mothers=6)
     (out / "dlte.json").unlink()  # as a run interrupted before its last step leaves it
     summary = make_dlte(source, out, seed=1, tiers=(0,), max_mothers=6)
@@ -132,7 +132,7 @@ def test_a_benchmark_folder_that_cannot_be_written_is_a_dataset_error(tmp_path: 
     from tabverify.lake.dlte import make_dlte
     from tabverify.lake.encoders import get_table_encoder
 
-    source = _dlte_source(tmp_path / "tables")
+    source = write_dlte_source(tmp_path / "tables")
     blocked = tmp_path / "blocked"
     blocked.mkdir()
     (blocked / "queries").write_text("")  # where make-dlte makes a folder (as a read-only disk refuses it)
