@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from tabverify.bench.trl import run_suite
-from tabverify.bench.trl.claims import fit_model, metrics, run, tabfact_captions
+from tabverify.bench.trl.claims import (
+    evaluate_held_out,
+    fit_model,
+    held_out,
+    metrics,
+    run,
+    tabfact_captions,
+    train_sample,
+)
 from tabverify.errors import DatasetError
 from tabverify.lake.encoders import get_table_encoder
 from tabverify.lake.retrieve import _DENSE_INDEX, FEATURES, Retriever
@@ -99,3 +107,17 @@ def test_metrics_count_misses_as_zero() -> None:
     assert metrics([1, 2, None, 20]) == {
         "recall@1": 0.25, "recall@5": 0.5, "recall@10": 0.5, "recall@50": 0.75, "mrr": round((1 + 0.5 + 0.05) / 4, 4)
     }  # fmt: skip
+
+
+def test_the_fitting_sample_and_the_held_out_statements_share_no_table(data: Path, tmp_path: Path) -> None:
+    assert held_out("1-4-1.html.csv") and held_out("1-6-1.html.csv")  # a stable hash of the name
+    assert not held_out("1-1-1.html.csv") and not held_out("1-3-1.html.csv")
+    fitting = train_sample(data, False, 10, 0)
+    chosen_on = train_sample(data, True, 10, 1)
+    assert {e.table_id for e in fitting} == {"1-1-1.html.csv", "1-3-1.html.csv"}
+    assert {e.table_id for e in chosen_on} == {"1-4-1.html.csv", "1-6-1.html.csv"}
+    assert len(train_sample(data, False, 2, 0)) == 2 and len(fitting) == 3  # all 3 when fewer than asked
+    run(get_table_encoder("lexical"), data, split="val", lake=tmp_path / "lake", limit=1)
+    scores = evaluate_held_out(Lake.open(tmp_path / "lake"), data)
+    assert set(scores) == {"recall@1", "recall@5", "recall@10", "recall@50", "mrr"}
+    assert scores["recall@1"] == 1.0  # "mars have 2 moon", "venus have 1 moon", "the salem miner ..."

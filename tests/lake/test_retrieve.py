@@ -75,6 +75,24 @@ def test_lemmatized_statements_meet_inflected_cells_and_the_caption_counts(lake:
     assert "dayton rivers" in found[0].cells
 
 
+def test_row_features_see_whether_the_statement_sits_in_one_row(lake: Lake) -> None:
+    def features(statement: str) -> dict[str, float]:
+        pool = Retriever(lake).pool(statement)
+        row = pool.features[pool.ids.index("league.csv")]
+        names = ("row_cells", "row_cells_count", "row_numbers", "row_words", "cells_named", "lead_caption")
+        return {name: float(row[FEATURES.index(name)]) for name in names}
+
+    one_row = features("the dayton river game in week 3 have an attendance of 5100")
+    assert one_row["row_cells"] == 1.0 and one_row["row_numbers"] == 1.0 and one_row["row_cells_count"] >= 2
+    spread = features("the dayton river game in week 2 have an attendance of 2900")  # three rows
+    assert spread["row_cells"] < 1.0 and spread["row_numbers"] == 0.5
+    assert spread["row_words"] < one_row["row_words"]
+    assert one_row["cells_named"] == spread["cells_named"] > 0
+    assert features("dayton football season : salem miner win")["lead_caption"] == 1.0
+    assert features("salem miner win in dayton football")["lead_caption"] == 0.0  # only its 3 first words
+    assert Retriever(lake).profile("league.csv").row_words[2] >= {"dayton", "river", "3", "5100"}
+
+
 def test_keyword_terms_add_irregular_forms_and_drop_stop_words() -> None:
     terms = keyword_terms("there be no new entry , the team win").split()
     assert {"entry", "win", "won", "team", "new"} <= set(terms)
@@ -133,6 +151,7 @@ def test_profiles_bound_huge_tables() -> None:
     table = Table.from_rows(["a"], [[f"value {i}"] for i in range(30_000)])
     profile = profile_table(table)
     assert len(profile.cells) <= 20_000
+    assert len(profile.row_words) == len(profile.row_cells) <= 1_000
 
 
 def test_shipped_models_match_the_features() -> None:

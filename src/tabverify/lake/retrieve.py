@@ -9,12 +9,16 @@ Retrieval has two stages.
    tables whose vectors are nearest the statement's embedding.
 2. Rerank: every candidate is linked to the statement the way the table verifier links
    (:mod:`tabverify.text.linking`: stems, longest match wins): which words name whole cells,
-   which name columns, which appear anywhere in the table or its caption, which numbers it holds.
-   A logistic model over those link features, the keyword and dense scores, and each feature
-   relative to the best candidate of the pool, scores every candidate (:data:`FEATURES`). Its
-   weights were fitted on TabFact *train* statements by :func:`tabverify.bench.trl.claims.fit_model`
-   (the command is in that module's docstring), one set per lake encoder; encoders without their
-   own weights use the keyword-only model (dense features left out).
+   which name columns, which appear anywhere in the table or its caption, which numbers it holds,
+   and how much of the statement sits in one row (a TabFact statement is mostly about one row or
+   compares a few: its table holds the cells it names side by side, a look-alike table holds them
+   scattered), and whether the statement's first words are the caption's (it usually opens with
+   the table's subject). A softmax over the pool of a linear score of those link features, the
+   keyword and dense scores, and each feature relative to the best candidate of the pool, scores
+   every candidate (:data:`FEATURES`). Its weights were fitted on TabFact *train* statements by
+   :func:`tabverify.bench.trl.claims.fit_model` (the command is in that module's docstring), one set
+   per lake encoder; encoders without their own weights use the keyword-only model (dense features
+   left out).
 
 :func:`check_with_lake` then verifies the statement against the best candidates with the table
 verifier and keeps the verdict of the best-supported one: candidates are tried in retrieval order
@@ -78,10 +82,17 @@ MAX_NGRAM = 10
 MAX_PROFILE_CELLS = 20_000
 """Distinct cells of one table that linking looks at (bounded work on huge tables)."""
 
+MAX_PROFILE_ROWS = 1_000
+"""Rows of one table whose words the row features look at (bounded work on huge tables)."""
+
 PROFILE_CACHE = 4_096
 """Linked-table profiles kept in memory (a table is read from the lake once while it stays)."""
 
 MAX_QUERY_TERMS = 64
+
+LEAD_WORDS = 3
+"""The statement's first content words that the lead features look for (TabFact statements
+usually open with the table's subject: "the 1982 new orleans saints ...")."""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _INFLECTED: dict[str, list[str]] = {}
@@ -102,6 +113,16 @@ BASE_FEATURES = (
     "statement_in_caption",  # share of the statement's content words in the caption
     "number_coverage",  # share of the statement's numbers found in cells
     "no_numbers",  # 1 when the statement has no number
+    "row_words",  # most content words of the statement in one row, as a share of its content words
+    "row_cells",  # most of the statement's distinct cell mentions in one row, as a share of them
+    "row_cells_count",  # most of the statement's distinct cell mentions in one row
+    "row_numbers",  # most of the statement's numbers in one row, as a share of them
+    "cells_named",  # log(1 + distinct cells the statement names)
+    "table_cells",  # log(1 + distinct cells of the table)
+    "lead_caption",  # share of the statement's first content words in the caption
+    "lead_table",  # share of the statement's first content words anywhere in the table or caption
+    "header_words",  # share of the statement's content words among header words
+    "table_rows",  # log(1 + rows)
 )
 RELATIVE = (
     "cell_coverage",
@@ -111,6 +132,14 @@ RELATIVE = (
     "caption_in_statement",
     "statement_in_caption",
     "number_coverage",
+    "row_words",
+    "row_cells",
+    "row_cells_count",
+    "row_numbers",
+    "cells_named",
+    "lead_caption",
+    "lead_table",
+    "header_words",
 )
 FEATURES = BASE_FEATURES + tuple(f"{name}_gap" for name in RELATIVE)
 """The reranker's inputs: the base features, then each of :data:`RELATIVE` minus the pool's best."""
@@ -139,93 +168,53 @@ class RankModel:
 KEYWORD_MODEL_KEY = "keywords"
 """The model for lakes whose encoder has no weights of its own (dense features left out)."""
 
-# Fitted on 3,000 TabFact train statements (seed 0) by tabverify.bench.trl.claims.fit_models; the
-# command that reproduces each set is in that module's docstring. Never fitted on val or test.
+# Fitted on 3,000 TabFact train statements (seed 0) of the tables outside the held-out fifth
+# (tabverify.bench.trl.claims.held_out) by tabverify.bench.trl.claims.fit_models; the command that
+# reproduces each set is in that module's docstring. Never fitted on val or test. Held-out train
+# statements (2,000 of the held-out tables, seed 1), Recall@1 / @10 with the 13 base features of
+# before -> with the row, lead and header features: lexical 0.664 / 0.849 -> 0.681 / 0.861, minilm
+# 0.675 / 0.862 -> 0.689 / 0.867, keyword-only 0.666 / 0.852 -> 0.679 / 0.859.
+# fmt: off
 MODELS: dict[str, RankModel] = {
-    # scripts/bench_check_lake.py fit --keyword-model --lake <lexical lake of data/all_csv> (108 s)
+    # scripts/bench_check_lake.py fit --keyword-model --lake <lexical lake of data/all_csv>
     "lexical": RankModel(
         (
-            6.3007,
-            0.49751,
-            3.3166,
-            3.3166,
-            0.12084,
-            4.02472,
-            0.11266,
-            1.74754,
-            2.99573,
-            2.15418,
-            -0.37691,
-            0.45421,
-            0.0,
-            0.12084,
-            4.02472,
-            0.11266,
-            2.99573,
-            2.15418,
-            -0.37691,
-            0.45421,
+            5.62788, 0.47373, 3.35089, 3.35089, 0.2461, 3.07186, 0.12854, 4.04651,
+            3.8927, 1.80132, -2.1032, 0.12522, 0.0, 1.82281, -0.01869, 0.6095,
+            0.03259, -0.92056, -0.02649, 1.30187, -0.01208, -1.61693, 0.02986, 0.2461,
+            3.07186, 0.12854, 3.8927, 1.80132, -2.1032, 0.12522, 1.82281, -0.01869,
+            0.6095, 0.03259, -0.92056, 1.30187, -0.01208, -1.61693,
         ),
         0.0,
         listwise=True,
     ),
-    # per-candidate logistic weights fitted on a format-1 minilm lake (unstemmed keyword index, keyword pool
-    # 100) with scripts/bench_check_lake.py fit at commit 5f075ae (165 s); not refitted since: a minilm lake
-    # of the current format is needed
+    # scripts/bench_check_lake.py fit --lake results/lakes/tabfact-minilm (format 2)
     "minilm": RankModel(
         (
-            1.43348,
-            3.33389,
-            0.55692,
-            4.33401,
-            -1.90423,
-            0.88339,
-            0.3207,
-            0.10894,
-            0.87754,
-            1.7772,
-            0.60701,
-            -0.70857,
-            -1.00691,
-            1.89811,
-            3.26688,
-            0.00069,
-            6.14656,
-            -0.48212,
-            -0.9694,
-            1.56326,
+            3.81192, 0.78485, 6.57706, 6.57706, -0.27191, 3.21606, 0.12729, 4.03934,
+            4.04505, 1.57915, -2.85329, 0.10469, -0.0, 1.94528, -0.14472, 0.64112,
+            0.02407, -0.71518, 0.05394, 1.12227, -0.0736, -2.14109, -0.16022, -0.27191,
+            3.21606, 0.12729, 4.04505, 1.57915, -2.85329, 0.10469, 1.94528, -0.14472,
+            0.64112, 0.02407, -0.71518, 1.12227, -0.0736, -2.14109,
         ),
-        -5.01977,
+        0.0,
+        listwise=True,
     ),
-    # the keyword-only model of the same run: for lakes whose encoder has no weights of its own
+    # the keyword-only model of the lexical run: for lakes whose encoder has no weights of its own
     KEYWORD_MODEL_KEY: RankModel(
         (
-            6.59438,
-            0.56567,
-            0.0,
-            0.0,
-            -0.01824,
-            4.10451,
-            0.11579,
-            2.86551,
-            3.30192,
-            2.3158,
-            -0.23932,
-            0.44243,
-            0.0,
-            -0.01824,
-            4.10451,
-            0.11579,
-            3.30192,
-            2.3158,
-            -0.23932,
-            0.44243,
+            5.7451, 0.53813, 0.0, 0.0, 0.15645, 3.18953, 0.12602, 4.57821,
+            4.02164, 1.94534, -1.4897, 0.11948, 0.0, 2.15909, -0.01324, 0.57256,
+            0.0416, -0.85745, -0.20699, 1.28653, -0.02555, -0.80583, 0.13184, 0.15645,
+            3.18953, 0.12602, 4.02164, 1.94534, -1.4897, 0.11948, 2.15909, -0.01324,
+            0.57256, 0.0416, -0.85745, 1.28653, -0.02555, -0.80583,
         ),
         0.0,
         dense=False,
         listwise=True,
     ),
 }
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -268,14 +257,18 @@ class Candidate:
 
 @dataclass(frozen=True)
 class _Profile:
-    """What linking needs of one table: its distinct whole cells and headers by stem key, and the
-    stems found in cells, headers and caption."""
+    """What linking needs of one table: its distinct whole cells and headers by stem key, the
+    stems found in cells, headers and caption, and for each of its first :data:`MAX_PROFILE_ROWS`
+    rows the stems and the whole-cell keys it holds."""
 
     caption: str
     cells: dict[tuple[str, ...], str]
     headers: dict[tuple[str, ...], str]
     words: frozenset[str]
     caption_words: frozenset[str]
+    header_words: frozenset[str] = frozenset()
+    row_words: tuple[frozenset[str], ...] = ()
+    row_cells: tuple[frozenset[tuple[str, ...]], ...] = ()
 
 
 def _stems(text: str) -> tuple[str, ...]:
@@ -290,21 +283,32 @@ def profile_table(table: Table) -> _Profile:
 def _profile(caption: str, header: Sequence[str], rows: Iterable[Sequence[str]]) -> _Profile:
     cells: dict[tuple[str, ...], str] = {}
     words: set[str] = set()
-    seen: set[str] = set()
+    keys: dict[str, tuple[str, ...]] = {}
+    row_words: list[frozenset[str]] = []
+    row_cells: list[frozenset[tuple[str, ...]]] = []
     for row in rows:
+        stems: set[str] = set()
+        held: set[tuple[str, ...]] = set()
         for value in row:
             text = str(value).strip()
-            if not text or text in seen:
+            if not text:
                 continue
-            seen.add(text)
-            key = _stems(text)
-            if key:
-                words.update(key)
-                if len(key) <= MAX_NGRAM:
-                    cells.setdefault(key, text)
-            if len(seen) >= MAX_PROFILE_CELLS:
-                break
-        if len(seen) >= MAX_PROFILE_CELLS:
+            key = keys.get(text)
+            if key is None:
+                if len(keys) >= MAX_PROFILE_CELLS:
+                    continue
+                key = keys[text] = _stems(text)
+                if key:
+                    words.update(key)
+                    if len(key) <= MAX_NGRAM:
+                        cells.setdefault(key, text)
+            stems.update(key)
+            if key and len(key) <= MAX_NGRAM:
+                held.add(key)
+        if len(row_words) < MAX_PROFILE_ROWS:
+            row_words.append(frozenset(stems))
+            row_cells.append(frozenset(held))
+        elif len(keys) >= MAX_PROFILE_CELLS:
             break
     headers: dict[tuple[str, ...], str] = {}
     for name in header:
@@ -313,7 +317,17 @@ def _profile(caption: str, header: Sequence[str], rows: Iterable[Sequence[str]])
             words.update(key)
             headers.setdefault(key, str(name))
     caption_words = frozenset(_stems(caption)) - STOP_WORDS
-    return _Profile(caption, cells, headers, frozenset(words), caption_words)
+    header_words = frozenset(w for key in headers for w in key) - STOP_WORDS
+    return _Profile(
+        caption,
+        cells,
+        headers,
+        frozenset(words),
+        caption_words,
+        header_words,
+        tuple(row_words),
+        tuple(row_cells),
+    )
 
 
 def _stored_texts(lake: Any, table_id: str) -> tuple[str, list[str], list[list[str]]] | None:
@@ -393,6 +407,77 @@ class _Pool:
     dense: list[float]
 
 
+def pool_features(
+    st: _Statement,
+    profiles: Sequence[_Profile],
+    ids: Sequence[str],
+    keyword: dict[str, tuple[int, float]],
+    dense: dict[str, float],
+) -> tuple[np.ndarray, list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """The :data:`FEATURES` matrix of one statement's candidate pool, and for each candidate the
+    cells and headers the statement names."""
+    best_keyword = max((s for _, s in keyword.values()), default=0.0)
+    best_dense = max(dense.values(), default=0.0)
+    n_content = max(1, sum(st.content))
+    mentions = [st.mentions(p.cells) for p in profiles]
+    holders: dict[tuple[str, ...], int] = {}
+    for found, _ in mentions:
+        for key in {key for _, _, key in found}:
+            holders[key] = holders.get(key, 0) + 1
+    content_stems = {s for s, c in zip(st.stems, st.content, strict=True) if c}
+    content_list = [s for s, c in zip(st.stems, st.content, strict=True) if c]
+    lead = content_list[:LEAD_WORDS]
+    numbers = set(st.numbers)
+    rows, cells, columns = [], [], []
+    for table_id, profile, (found, taken) in zip(ids, profiles, mentions, strict=True):
+        header_found, header_taken = st.mentions(profile.headers)
+        rank, score = keyword.get(table_id, (0, 0.0))
+        covered = sum(1 for t, c in zip(taken, st.content, strict=True) if t and c)
+        caption_hits = len(profile.caption_words & content_stems)
+        found_keys = {key for _, _, key in found}
+        best_row_words = max((len(content_stems & r) for r in profile.row_words), default=0)
+        best_row_cells = max((len(found_keys & r) for r in profile.row_cells), default=0) if found_keys else 0
+        best_row_numbers = max((len(numbers & r) for r in profile.row_words), default=0) if numbers else 0
+        anywhere = profile.words | profile.caption_words
+        rows.append(
+            [
+                score / best_keyword if best_keyword > 0 else 0.0,
+                1.0 / rank if rank else 0.0,
+                dense.get(table_id, 0.0),
+                dense.get(table_id, 0.0) - best_dense if dense else 0.0,
+                covered / n_content,
+                sum(n for _, n, _ in found if n > 1) / n_content,
+                sum(math.log(len(ids) / holders[key]) for _, _, key in found),
+                sum(1 for t, c in zip(header_taken, st.content, strict=True) if t and c) / n_content,
+                sum(
+                    1
+                    for s, c in zip(st.stems, st.content, strict=True)
+                    if c and (s in profile.words or s in profile.caption_words)
+                )
+                / n_content,
+                caption_hits / len(profile.caption_words) if profile.caption_words else 0.0,
+                caption_hits / n_content,
+                sum(1 for s in st.numbers if s in profile.words) / len(st.numbers) if st.numbers else 0.0,
+                0.0 if st.numbers else 1.0,
+                best_row_words / n_content,
+                best_row_cells / len(found_keys) if found_keys else 0.0,
+                float(best_row_cells),
+                best_row_numbers / len(numbers) if numbers else 0.0,
+                math.log1p(len(found_keys)),
+                math.log1p(len(profile.cells)),
+                sum(1 for s in lead if s in profile.caption_words) / max(1, len(lead)),
+                sum(1 for s in lead if s in anywhere) / max(1, len(lead)),
+                len(content_stems & profile.header_words) / n_content,
+                math.log1p(len(profile.row_words)),
+            ]
+        )
+        cells.append(tuple(dict.fromkeys(profile.cells[key] for _, _, key in sorted(found))))
+        columns.append(tuple(dict.fromkeys(profile.headers[key] for _, _, key in sorted(header_found))))
+    base = np.asarray(rows, dtype=np.float64).reshape(len(ids), len(BASE_FEATURES))
+    relative = base[:, _RELATIVE_INDEX] - (base[:, _RELATIVE_INDEX].max(axis=0) if len(ids) else 0.0)
+    return np.hstack([base, relative]), cells, columns
+
+
 class Retriever:
     """Claim -> table retrieval over one lake (reusable: it caches table profiles).
 
@@ -446,9 +531,11 @@ class Retriever:
             self.dense_pool = 0
             return None
 
-    def pool(self, statement: str, vector: np.ndarray | None = None) -> _Pool:
-        """The candidates of ``statement`` with their features (``vector``: its embedding, when
-        computed in a batch beforehand)."""
+    def candidates(
+        self, statement: str, vector: np.ndarray | None = None
+    ) -> tuple[list[str], dict[str, tuple[int, float]], dict[str, float]]:
+        """The candidate ids of ``statement`` (keyword hits first, then dense ones), each keyword
+        hit's (rank, score) and each candidate's dense cosine (empty without a dense search)."""
         text = statement[:MAX_STATEMENT_CHARS]
         hits = self.lake.search_keywords(keyword_terms(text), self.keyword_pool) if self.keyword_pool else []
         keyword = {hit.id: (rank, hit.score) for rank, hit in enumerate(hits, start=1)}
@@ -467,50 +554,24 @@ class Retriever:
                 if missing:
                     scores = self.lake.table_vectors(missing) @ np.asarray(vector, dtype=np.float32)
                     dense.update(zip(missing, (float(s) for s in scores), strict=True))
-        st = _Statement.of(text)
-        profiles = [self.profile(i) for i in ids]
-        best_keyword = max((s for _, s in keyword.values()), default=0.0)
-        best_dense = max(dense.values(), default=0.0)
-        n_content = max(1, sum(st.content))
-        mentions = [st.mentions(p.cells) for p in profiles]
-        holders: dict[tuple[str, ...], int] = {}
-        for found, _ in mentions:
-            for key in {key for _, _, key in found}:
-                holders[key] = holders.get(key, 0) + 1
-        content_stems = {s for s, c in zip(st.stems, st.content, strict=True) if c}
-        rows, cells, columns = [], [], []
-        for table_id, profile, (found, taken) in zip(ids, profiles, mentions, strict=True):
-            header_found, header_taken = st.mentions(profile.headers)
-            rank, score = keyword.get(table_id, (0, 0.0))
-            covered = sum(1 for t, c in zip(taken, st.content, strict=True) if t and c)
-            caption_hits = len(profile.caption_words & content_stems)
-            rows.append(
-                [
-                    score / best_keyword if best_keyword > 0 else 0.0,
-                    1.0 / rank if rank else 0.0,
-                    dense.get(table_id, 0.0),
-                    dense.get(table_id, 0.0) - best_dense if dense else 0.0,
-                    covered / n_content,
-                    sum(n for _, n, _ in found if n > 1) / n_content,
-                    sum(math.log(len(ids) / holders[key]) for _, _, key in found),
-                    sum(1 for t, c in zip(header_taken, st.content, strict=True) if t and c) / n_content,
-                    sum(
-                        1
-                        for s, c in zip(st.stems, st.content, strict=True)
-                        if c and (s in profile.words or s in profile.caption_words)
-                    )
-                    / n_content,
-                    caption_hits / len(profile.caption_words) if profile.caption_words else 0.0,
-                    caption_hits / n_content,
-                    sum(1 for s in st.numbers if s in profile.words) / len(st.numbers) if st.numbers else 0.0,
-                    0.0 if st.numbers else 1.0,
-                ]
-            )
-            cells.append(tuple(dict.fromkeys(profile.cells[key] for _, _, key in sorted(found))))
-            columns.append(tuple(dict.fromkeys(profile.headers[key] for _, _, key in sorted(header_found))))
-        base = np.asarray(rows, dtype=np.float64).reshape(len(ids), len(BASE_FEATURES))
-        relative = base[:, _RELATIVE_INDEX] - (base[:, _RELATIVE_INDEX].max(axis=0) if len(ids) else 0.0)
-        features = np.hstack([base, relative])
+        return ids, keyword, dense
+
+    def pool(self, statement: str, vector: np.ndarray | None = None) -> _Pool:
+        """The candidates of ``statement`` with their features (``vector``: its embedding, when
+        computed in a batch beforehand)."""
+        ids, keyword, dense = self.candidates(statement, vector)
+        return self.featurize(statement, ids, keyword, dense)
+
+    def featurize(
+        self,
+        statement: str,
+        ids: list[str],
+        keyword: dict[str, tuple[int, float]],
+        dense: dict[str, float],
+    ) -> _Pool:
+        """The :data:`FEATURES` of the candidates ``ids`` of ``statement`` (see :meth:`candidates`)."""
+        st = _Statement.of(statement[:MAX_STATEMENT_CHARS])
+        features, cells, columns = pool_features(st, [self.profile(i) for i in ids], ids, keyword, dense)
         return _Pool(
             ids,
             features,
