@@ -114,6 +114,9 @@ class Verdict:
             retrieved from a lake (``check --lake``); None otherwise.
         runners_up: the other tables retrieved for the statement, best first (with
             ``evidence_table`` only).
+        guess: for a NOT ENOUGH INFO verdict of a verifier that can be forced to choose (the
+            table verifier), the label it would give if it had to: only benchmarks whose protocol
+            forces a binary answer (TabFact) read it. None otherwise.
     """
 
     statement: str
@@ -130,11 +133,18 @@ class Verdict:
     trace: tuple[TraceStep, ...] = field(default=())
     evidence_table: str | None = None
     runners_up: tuple[str, ...] = field(default=())
+    guess: Label | None = None
 
     @property
     def entailed(self) -> bool:
         """True when the label is ENTAILED."""
         return self.label is Label.ENTAILED
+
+    @property
+    def forced_label(self) -> Label:
+        """The label under a protocol that forces a binary answer: :attr:`guess` when the verdict
+        abstained (NOT ENOUGH INFO) and has one, else :attr:`label`."""
+        return self.guess if self.label is Label.NOT_ENOUGH_INFO and self.guess is not None else self.label
 
     @property
     def result_text(self) -> str:
@@ -162,6 +172,8 @@ class Verdict:
             "source": self.source,
             "trace": [step.to_dict() for step in self.trace],
         }
+        if self.guess is not None:
+            out["guess"] = self.guess.value
         if self.evidence_table is not None:  # only for verdicts on a table retrieved from a lake
             out["evidence_table"] = self.evidence_table
             out["runners_up"] = list(self.runners_up)
