@@ -70,11 +70,21 @@ def resolve_header(table: Table, name: str) -> int:
     """The column a header argument names: its header written the same way, ignoring case and
     spacing (:meth:`Table.column_index`), else the one column whose header is the same once
     brackets are read as spaces ("points (pts)" for "points pts"). A prefix or part of a header
-    ("w" for "week") names no column: it could as well be another one.
+    ("w" for "week") names no column: it could as well be another one. An empty name names the
+    one column whose header is empty, and no other.
 
     Raises:
         ProgramExecutionError: no column (or several) matches.
     """
+    if not name.strip():
+        # an empty name (TabFact's unnamed first columns) names the one column without a header
+        empty = [i for i, h in enumerate(table.header) if not h.strip()]
+        if len(empty) == 1:
+            return empty[0]
+        raise ProgramExecutionError(
+            f"an empty column name, and the table has {len(empty)} columns without a header; "
+            f"its columns are: {', '.join(table.header)}"
+        )
     index = table.column_index(name)
     if index is not None:
         return index

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from tabverify.errors import ProgramExecutionError, ProgramTypeError
 from tabverify.program.values import (
+    DateNumber,
     normalize_text,
     order,
     out_of_range_number,
@@ -307,20 +308,39 @@ def _aggregate(name: str, reduce: Callable[[list[float]], float], arithmetic: bo
     return run
 
 
+def _extreme(largest: bool):
+    """max / min: the largest (smallest) number of the column; when that value is a date, a
+    :class:`DateNumber`, so that it still compares as a date (the earliest date is "september 13",
+    not the number 913 tabverify orders dates by)."""
+
+    def run(ctx: Context, view: View, column: int) -> float:
+        values = _numeric_cells(ctx, view, column)
+        for r, _ in values:
+            ctx.touch(r, column)
+        pick = max if largest else min
+        value, kind = pick(((q.value, q.kind) for _, q in values), key=lambda vk: vk[0])
+        return DateNumber(value) if kind == "date" else float(value)
+
+    return run
+
+
 _register("sum", ("view", "header"), "num", "the sum of the column (not of dates)")(
     _aggregate("sum", sum, True)
 )
 _register("avg", ("view", "header"), "num", "the mean of the column (not of dates)")(
     _aggregate("avg", lambda v: sum(v) / len(v), True)
 )
-_register("max", ("view", "header"), "num", "the largest number in the column")(_aggregate("max", max, False))
-_register("min", ("view", "header"), "num", "the smallest number in the column")(
-    _aggregate("min", min, False)
+_register("max", ("view", "header"), "num", "the largest number in the column (a date stays a date)")(
+    _extreme(True)
+)
+_register("min", ("view", "header"), "num", "the smallest number in the column (a date stays a date)")(
+    _extreme(False)
 )
 
 
 def _nth_value(ctx: Context, view: View, column: int, n: object, largest: bool) -> float:
-    return _nth_cell(ctx, view, column, _ordinal(n), largest)[1].value
+    quantity = _nth_cell(ctx, view, column, _ordinal(n), largest)[1]
+    return DateNumber(quantity.value) if quantity.kind == "date" else quantity.value
 
 
 _register("nth_max", ("view", "header", "num"), "num", "the n-th largest number in the column")(

@@ -106,7 +106,8 @@ def parse_program(text: str) -> Call:
     ``all_rows``. There are no boolean literals: a bool argument must be a call.
 
     Raises:
-        ProgramSyntaxError: unbalanced braces, empty arguments, trailing text (``=False``
+        ProgramSyntaxError: unbalanced braces, empty arguments (except a header: see
+            :func:`tabverify.program.execute.resolve_header`), trailing text (``=False``
             included), unknown function, calls nested deeper than :data:`MAX_DEPTH`.
         ProgramTypeError: an argument that cannot have the type its function expects.
     """
@@ -151,10 +152,13 @@ def parse_program(text: str) -> Call:
                 break
             position += 1
         word = source[start:position].strip()
-        if not word:
+        if not word and expected != "header":
             raise error("empty argument")
         node: Node
         if expected == "header":
+            # an empty header names the column whose header is empty (TabFact tables often leave
+            # the first column, a rank or a name, without a header); resolving it fails on a
+            # table that has no such column
             node = Header(word)
         elif word.lower() == "all_rows":
             node = AllRows()

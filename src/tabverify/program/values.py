@@ -10,6 +10,7 @@ dates against years, ranges against plain numbers, and the ordering of values (:
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from tabverify.table import Cell, Quantity, parse_quantity
@@ -18,10 +19,20 @@ from tabverify.table.numbers import decimals_of, parse_decimal, same_at_precisio
 _PUNCT_RE = re.compile(r"[^\w\s.%$-]|(?<!\d)[.](?!\d)|(?<!\w)-(?!\w)|(?<=\w)-(?=\w)")
 
 
+def _fold_accents(text: str) -> str:
+    """Letters without their accents ("zürich" -> "zurich", "álvarez" -> "alvarez"): statements
+    and programs often drop the diacritics the table writes."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 @lru_cache(maxsize=200_000)
 def normalize_text(text: str) -> str:
-    """Lower-case, unify quotes, drop punctuation that carries no meaning, collapse spaces."""
-    t = text.lower().replace("''", '"').replace("`", "'").replace("'s", " 's")
+    """Lower-case, fold accents, unify quotes, drop punctuation that carries no meaning, collapse
+    spaces."""
+    t = _fold_accents(text.lower()).replace("''", '"').replace("`", "'").replace("'s", " 's")
     t = _PUNCT_RE.sub(" ", t)
     return " ".join(t.split())
 
@@ -83,12 +94,20 @@ def out_of_range_number(value: object) -> str | None:
     return text
 
 
+class DateNumber(float):
+    """A computed value that is a date: the max or min of a date column, held as the number
+    dates are ordered by (YYYYMMDD, or MMDD without a year). It prints and serialises as that
+    number, like any computed value, but compares as a date (:func:`quantity_of`)."""
+
+
 def quantity_of(value: object) -> Quantity | None:
     """The number or date a program value stands for, or None."""
     if isinstance(value, Cell):
         return value.quantity if value.quantity is not None else loose_quantity(value.text)
     if isinstance(value, bool):
         return None
+    if isinstance(value, DateNumber):
+        return Quantity(format_number(value), float(value), "date", decimals=0)
     if isinstance(value, (int, float)):
         return Quantity(repr(value), float(value), "number", decimals=-1)
     if isinstance(value, str):
@@ -222,7 +241,31 @@ def values_match(left: object, right: object) -> bool:
     ql, qr = quantity_of(left), quantity_of(right)
     if ql is None or qr is None:
         return False
+    if left_is_text and right_is_text:
+        decade = _in_decade(text_of(left), qr) or _in_decade(text_of(right), ql)
+        if decade is not None:
+            return decade
     return numbers_equal(ql, qr)
+
+
+_DECADE_RE = re.compile(r"(1\d|20)\d0\s?'?s")
+
+
+def _in_decade(text: str, other: Quantity) -> bool | None:
+    """Whether ``other`` (a year, or a full date) falls in the decade ``text`` names ("1940s":
+    1940 to 1949); None when the text names no decade or the other side is no year."""
+    if _DECADE_RE.fullmatch(text.strip().lower()) is None:
+        return None
+    start = int(text.strip()[:4])
+    if other.kind == "date" and other.value >= 10000:
+        year = other.value // 10000
+    elif other.kind in ("year", "number") and other.value == int(other.value) and other.decimals <= 0:
+        year = other.value
+    else:
+        return None
+    if _DECADE_RE.fullmatch(normalize_text(other.text)) is not None:
+        return None  # two decades: their values decide
+    return start <= year <= start + 9
 
 
 def order(left: object, right: object) -> int | None:

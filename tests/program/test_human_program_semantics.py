@@ -1,0 +1,91 @@
+"""Readings that TabFact's human programs rely on: an empty header argument, max/min of dates,
+accents, decades - and that each still refuses the false statements of the same shape."""
+
+from pathlib import Path
+
+import pytest
+
+from tabverify.errors import ProgramExecutionError
+from tabverify.program import execute, parse_program
+from tabverify.program.values import normalize_text, values_match
+from tabverify.table import Table
+from tabverify.table.readers import read_tabfact_csv
+
+
+def _write(tmp_path: Path, name: str, lines: list[str]) -> Table:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return read_tabfact_csv(path)
+
+
+@pytest.fixture
+def clubs(tmp_path: Path) -> Table:
+    # the first column has no header, as in many TabFact tables (1-20877272-5)
+    return _write(
+        tmp_path,
+        "clubs.csv",
+        ["#club#won#founded", "1#rk 03 berlin#14#1926", "2#tsv victoria linden#12#1948", "3#zürich#9#1955"],
+    )
+
+
+@pytest.fixture
+def games(tmp_path: Path) -> Table:
+    return _write(
+        tmp_path,
+        "games.csv",
+        ["date#result", "september 13#w", "september 20#l", "october 4#w", "october 11#w"],
+    )
+
+
+def test_an_empty_header_names_the_unnamed_column(clubs: Table) -> None:
+    assert execute("eq{hop{argmax{all_rows; won}; }; 1}", clubs).value is True
+    assert execute("eq{hop{argmax{all_rows; won}; }; 2}", clubs).value is False
+
+
+def test_an_empty_header_on_a_table_without_an_unnamed_column_is_an_error(games: Table) -> None:
+    with pytest.raises(ProgramExecutionError, match="empty column name"):
+        execute("eq{hop{all_rows; }; 1}", games)
+
+
+def test_an_empty_value_is_still_a_syntax_error() -> None:
+    with pytest.raises(Exception, match="empty argument"):
+        parse_program("eq{count{all_rows}; }")
+
+
+def test_the_empty_header_prints_and_parses_back() -> None:
+    program = parse_program("eq{hop{argmax{all_rows; won}; }; 1}")
+    assert parse_program(str(program)) == program
+
+
+def test_min_and_max_of_dates_are_the_dates(games: Table) -> None:
+    program = "eq{min{filter_eq{all_rows; result; w}; date}; september 13}"
+    assert execute(program, games).value is True
+    assert execute(program.replace("september 13", "october 4"), games).value is False
+    assert execute("eq{max{all_rows; date}; october 11}", games).value is True
+    assert execute("eq{max{all_rows; date}; september 20}", games).value is False
+    assert execute("eq{nth_min{all_rows; date; 2}; september 20}", games).value is True
+
+
+def test_max_of_numbers_is_still_a_number(clubs: Table) -> None:
+    assert execute("eq{max{all_rows; won}; 14}", clubs).value is True
+    assert execute("eq{max{all_rows; won}; 13}", clubs).value is False
+
+
+def test_accents_are_folded(clubs: Table) -> None:
+    assert normalize_text("Zürich") == "zurich"
+    assert execute("eq{hop{filter_eq{all_rows; club; zurich}; won}; 9}", clubs).value is True
+    assert execute("eq{hop{filter_eq{all_rows; club; zurich}; won}; 12}", clubs).value is False
+
+
+def test_a_decade_holds_its_ten_years(clubs: Table) -> None:
+    assert (
+        execute(
+            "and{only{filter_eq{all_rows; founded; 1940s}}; eq{hop{filter_eq{all_rows; founded; 1940s}; club}; tsv victoria linden}}",
+            clubs,
+        ).value
+        is True
+    )
+    assert execute("only{filter_eq{all_rows; founded; 1950s}}", clubs).value is True
+    assert execute("only{filter_eq{all_rows; founded; 1930s}}", clubs).value is False
+    assert values_match("1949", "1940s") and not values_match("1950", "1940s")
+    assert not values_match("1940s", "1950s")
