@@ -89,3 +89,39 @@ def test_check_refuses_a_statement_beyond_the_limit_in_one_line(election_path: P
     result = run("check", str(election_path), "mary jones " * 5_000)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+COUNTRIES = """country,continent,capital,population (millions)
+germany,europe,berlin,83.2
+france,europe,paris,67.8
+brazil,south america,brasilia,203.1
+nigeria,africa,abuja,223.8
+"""
+
+
+def test_check_no_evidence_is_not_enough_info_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "countries.csv"
+    path.write_text(COUNTRIES, encoding="utf-8")
+    result = run("check", str(path), "the capital of kenya is lagos")
+    assert result.returncode == 1, result.stderr
+    assert "NOT ENOUGH INFO" in result.stdout and "ENTAILED" not in result.stdout
+    assert "no evidence found" in result.stdout and "'kenya'" in result.stdout and "'lagos'" in result.stdout
+    result = run("check", str(path), "the capital of kenya is lagos", "--json")
+    assert result.returncode == 1, result.stderr
+    (verdict,) = json.loads(result.stdout)["verdicts"]
+    assert verdict["label"] == "NOT ENOUGH INFO" and verdict["program"] == ""
+    assert verdict["notes"][0].startswith("no evidence found") and verdict["guess"] in ("ENTAILED", "REFUTED")
+
+
+def test_check_prints_why_the_confidence_is_lower(tmp_path: Path) -> None:
+    path = tmp_path / "games.csv"
+    path.write_text(
+        "date,opponent,result\nnov 2,hartford,w 85 - 70\nnov 9,dayton,l 60 - 72\nnov 16,hartford,w 77 - 74\n",
+        encoding="utf-8",
+    )
+    result = run("check", str(path), "the hawks lost both games against hartford", "--json")
+    (verdict,) = json.loads(result.stdout)["verdicts"]
+    if verdict["label"] != "NOT ENOUGH INFO" and "result" not in verdict["program"]:
+        assert any("'lost'" in note for note in verdict["notes"]) and verdict["confidence"] < 0.75
+        text = run("check", str(path), "the hawks lost both games against hartford")
+        assert "note: lower confidence: 'lost'" in text.stdout

@@ -44,7 +44,7 @@ def marked() -> Table:
 def test_hostile_statements_verify_without_error(verifier: TableVerifier, marked: Table, text: str) -> None:
     for statement in (text, f"ann {text} score 12", f"{text} bob have more score than cy {text}"):
         verdict = verifier.verify(statement, marked)
-        assert verdict.label in (Label.ENTAILED, Label.REFUTED)
+        assert verdict.forced_label in (Label.ENTAILED, Label.REFUTED)
         assert json.loads(json.dumps(verdict.to_dict()))["statement"] == statement
 
 

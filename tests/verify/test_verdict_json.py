@@ -31,6 +31,7 @@ def test_results_are_json_booleans(election: Table) -> None:
         "sql",
         "source",
         "trace",
+        "notes",
     }
     # an in-memory table: no database evidence, no abstention
     assert payload["subtype"] is None and payload["sql"] == "" and payload["trace"] == []

@@ -32,6 +32,9 @@ def test_empty_statement_is_an_input_error(election: Table) -> None:
         verify(election, "   ")
 
 
-def test_unlinkable_statement_still_gets_a_verdict(election: Table) -> None:
+def test_unlinkable_statement_is_not_enough_info_with_a_guess(election: Table) -> None:
     verdict = verify(election, "zebras fly over mountains")
-    assert verdict.label in (Label.ENTAILED, Label.REFUTED)
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.program == ""
+    assert "no evidence found" in verdict.notes[0] and "'zebras'" in verdict.notes[0]
+    # a benchmark that forces a binary answer still gets one
+    assert verdict.forced_label in (Label.ENTAILED, Label.REFUTED)

@@ -19,7 +19,7 @@ from tabverify.program.database_table import DatabaseTable, open_table
 from tabverify.program.sql import prepare_table, run_program
 from tabverify.program.tree import parse_program
 from tabverify.table import CellRef, Table, load_table
-from tabverify.verify.verdict import Verdict, result_text
+from tabverify.verify.verdict import Label, Verdict, result_text
 
 program_app = typer.Typer(
     help="Run and inspect table programs in the TabFact brace syntax.",
@@ -198,10 +198,7 @@ def check(
     else:
         for verdict in verdicts:
             _print_heading(verdict)
-            if verdict.program:
-                out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
-            else:
-                out.print("  program: none found (the statement's values could not be linked to the table)")
+            _print_program(verdict)
             if verdict.sql:
                 out.print(text(f"  sql: {verdict.sql}"))
             if verdict.evidence and isinstance(table, Table):
@@ -216,7 +213,7 @@ _TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".pq", ".txt")
 
 def _print_heading(verdict: Verdict) -> None:
     """A verdict's first line (label, confidence, statement) and its warnings."""
-    colour = "green" if verdict.entailed else "red"
+    colour = {Label.ENTAILED: "green", Label.REFUTED: "red"}.get(verdict.label, "yellow")
     out.print(
         Text.assemble(
             (verdict.label.value, f"bold {colour}"),
@@ -225,6 +222,17 @@ def _print_heading(verdict: Verdict) -> None:
     )
     for note in verdict.warnings:
         warn(note)
+
+
+def _print_program(verdict: Verdict) -> None:
+    """A verdict's evidence program and its result, then its notes (why the confidence is lower,
+    or, for NOT ENOUGH INFO, that no evidence was found and what could not be linked)."""
+    if verdict.program:
+        out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
+    elif verdict.label is not Label.NOT_ENOUGH_INFO:
+        out.print("  program: none found (the statement's values could not be linked to the table)")
+    for note in verdict.notes:
+        out.print(text(f"  note: {note}"))
 
 
 def _check_lake_usage(first: str, db: str | None, *others: object) -> None:
@@ -287,10 +295,7 @@ def _check_against_lake(path: Path, statements: list[str], models: Path | None, 
             caption = opened.info(verdict.evidence_table).caption
             out.print(text(f"  table: {verdict.evidence_table}" + (f" ({caption})" if caption else "")))
             out.print(text(f"  runners-up: {', '.join(verdict.runners_up) or 'none'}"))
-            if verdict.program:
-                out.print(text(f"  program: {verdict.program} = {verdict.result_text}"))
-            else:
-                out.print("  program: none found (the statement's values could not be linked to the table)")
+            _print_program(verdict)
             if verdict.evidence and verdict.evidence_table:
                 print_evidence(opened.load(verdict.evidence_table), set(verdict.evidence))
     raise typer.Exit(EXIT_OK if all(v.entailed for v in verdicts) else EXIT_FINDINGS)

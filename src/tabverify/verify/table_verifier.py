@@ -15,6 +15,7 @@ from tabverify.program.ranker import Ranker
 from tabverify.program.search import Candidate, SearchLimits, search
 from tabverify.table import Table
 from tabverify.text.linking import Linking, link
+from tabverify.verify.coverage import coverage_gaps, first_covering, statement_cues, unlinked_words
 from tabverify.verify.decision import VerdictModel, statement_features
 from tabverify.verify.verdict import Alternative, Label, LimitNotice, TraceStep, Verdict
 
@@ -27,6 +28,11 @@ median statement under 2 s (docs/benchmarks.md: 1.5 s; 3 s gives a few more righ
 LARGE_TABLE_LIMITS = {"max_columns": 2, "max_compare_columns": 1, "max_bases": 3}
 """Narrower search shape for large database tables (each superlative or aggregate is a pass over
 the table): the two numeric columns the statement names first, three bases for superlatives."""
+
+UNCOVERED_MARGIN = 0.5
+"""How much of its margin over 0.5 a verdict keeps when its evidence program leaves a
+meaning-carrying word uncovered (:mod:`tabverify.verify.coverage`): half (see docs/benchmarks.md
+for the accuracy of such verdicts on train tables)."""
 
 
 @dataclass(frozen=True)
@@ -147,23 +153,36 @@ class TableVerifier:
             for name in ranking.cut
             if name in SearchLimits.REPORTED
         )
-        if not ranked:
-            label = Label.ENTAILED if wanted else Label.REFUTED
+        source = table.source if isinstance(table, DatabaseTable) else (table.name or "")
+        linking = ranking.linking
+        if not ranked or not (linking.cells or linking.numbers):
+            # no program, or nothing of the statement's values linked: no evidence either way
+            if not ranked:
+                guess = wanted
+            else:  # the label the evidence rule below would give, for benchmarks that force one
+                guess = wanted if any(c.value == wanted for c in ranked) else ranked[0].value
             return Verdict(
                 statement,
-                label,
+                Label.NOT_ENOUGH_INFO,
                 "",
                 None,
-                max(p_entailed, 1 - p_entailed),
+                1.0,
                 limits=limits,
-                source=table.source if isinstance(table, DatabaseTable) else (table.name or ""),
+                source=source,
                 trace=_trace(table, queries_before),
+                guess=Label.ENTAILED if guess else Label.REFUTED,
+                notes=(no_evidence_note(linking, bool(ranked)),),
             )
-        # the evidence is the best-ranked program that supports the decision; when no program
-        # does, the best program decides (a verdict is never left without a supporting program)
+        # the evidence is the best-ranked program that supports the decision and covers the words
+        # that carry the statement's meaning; when no program supports the decision, the best
+        # program decides (a verdict is never left without a supporting program)
+        cues = statement_cues(linking, table)
         supporting = [i for i, c in enumerate(ranked) if c.value == wanted]
-        chosen = supporting[0] if supporting else 0
+        pool = supporting or [i for i, c in enumerate(ranked) if c.value == ranked[0].value]
+        covering = first_covering(ranked, pool, cues)
+        chosen = pool[0] if covering is None else covering
         best = ranked[chosen]
+        gaps = () if covering is not None else coverage_gaps(best, cues)
         if isinstance(table, DatabaseTable):
             result, evidence, sql = table.evidence(best.program)
         else:
@@ -171,6 +190,17 @@ class TableVerifier:
             result, evidence, sql = execution.json, execution.evidence, ""
         entailed = result is True
         confidence = p_entailed if entailed else 1 - p_entailed
+        confidence = max(0.5, min(1.0, confidence)) if supporting else 0.5
+        notes: tuple[str, ...] = ()
+        if gaps:
+            confidence = 0.5 + (confidence - 0.5) * UNCOVERED_MARGIN
+            notes = tuple(f"lower confidence: {gap}" for gap in gaps)
+            other = first_covering(ranked, [i for i, c in enumerate(ranked) if c.value != best.value], cues)
+            if other is not None:
+                notes += (
+                    f"a program that covers these words returns {ranked[other].value}: "
+                    f"{ranked[other].program}",
+                )
         others = [i for i in range(len(ranked)) if i != chosen][: self.alternatives]
         alternatives = tuple(
             Alternative(str(ranked[i].program), json_value(ranked[i].value), float(probabilities[i]))
@@ -181,14 +211,27 @@ class TableVerifier:
             Label.ENTAILED if entailed else Label.REFUTED,
             str(best.program),
             result,
-            max(0.5, min(1.0, confidence)) if supporting else 0.5,
+            confidence,
             tuple(sorted(evidence, key=lambda r: (r.row, r.column))),
             alternatives,
             limits,
             sql=sql,
-            source=table.source if isinstance(table, DatabaseTable) else (table.name or ""),
+            source=source,
             trace=_trace(table, queries_before),
+            notes=notes,
         )
+
+
+def no_evidence_note(linking: Linking, programs: bool) -> str:
+    """Why a statement is NOT ENOUGH INFO: no evidence found, and what of it could not be linked."""
+    missing = unlinked_words(linking)
+    named = ", ".join(f"'{word}'" for word in missing[:8]) or "no word of it names the table"
+    if programs:
+        return (
+            "no evidence found: no value of the statement names a cell or a number of the table "
+            f"(not linked: {named})"
+        )
+    return f"no evidence found: no program checks the statement against the table (not linked: {named})"
 
 
 def _trace(table: Table | DatabaseTable, start: int) -> tuple[TraceStep, ...]:

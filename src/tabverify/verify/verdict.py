@@ -117,6 +117,10 @@ class Verdict:
         guess: for a NOT ENOUGH INFO verdict of a verifier that can be forced to choose (the
             table verifier), the label it would give if it had to: only benchmarks whose protocol
             forces a binary answer (TabFact) read it. None otherwise.
+        notes: why the verdict is less sure than its model, or why it abstained, one sentence
+            each for users: a meaning-carrying word of the statement the evidence program does
+            not cover ("'largest' asks for the largest values; the program reads the smallest"),
+            or, for NOT ENOUGH INFO, "no evidence found" with what could not be linked.
     """
 
     statement: str
@@ -134,6 +138,7 @@ class Verdict:
     evidence_table: str | None = None
     runners_up: tuple[str, ...] = field(default=())
     guess: Label | None = None
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def entailed(self) -> bool:
@@ -171,6 +176,7 @@ class Verdict:
             "sql": self.sql,
             "source": self.source,
             "trace": [step.to_dict() for step in self.trace],
+            "notes": list(self.notes),
         }
         if self.guess is not None:
             out["guess"] = self.guess.value
