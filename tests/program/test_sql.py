@@ -84,6 +84,9 @@ PROGRAMS = [
     "avg{all_rows; pct}",
     "sum{all_rows; date}",
     "max{all_rows; date}",
+    "eq{max{all_rows; date}; july 4 , 1970}",  # the max of dates stays a date (memory: DateNumber)
+    "eq{nth_max{all_rows; date; 2}; january 5 , 1962}",
+    "eq{max{all_rows; score}; 7}",  # a score's max is a plain number
     'min{all_rows; it\'s "pts"}',
     'nth_max{all_rows; it\'s "pts"; 2}',
     'nth_min{all_rows; it\'s "pts"; 3}',

@@ -68,7 +68,9 @@ class Value:
     now: ``py``), ``num`` (a computed float, ``expr``), ``cell`` (a Cell of column ``column`` in
     the one-row relation ``source``, or in the tested row when ``source`` is :data:`ROW`),
     ``text`` (a str taken from such a cell: most_freq), ``bool`` (``expr``), ``column`` (a
-    header: ``column``).
+    header: ``column``). ``kind`` is the kind of a ``num`` when it may be a date (max and min of a
+    date column stay dates, as :class:`tabverify.program.values.DateNumber` in memory); None: a
+    plain number.
     """
 
     type: TypingLiteral["const", "num", "cell", "text", "bool", "column"]
@@ -77,6 +79,7 @@ class Value:
     column: int = -1
     source: str = ""
     err: M = None
+    kind: M = None
 
 
 Compiled = View | Value
@@ -199,7 +202,18 @@ class Compiler:
                 return Q.absent()
             return Q(True, q.value, q.kind, q.decimals, q.second, x.scale_of(q.decimals))
         if value.type == "num":
-            return Q(True, value.expr, "number", -1, None, x.scale_of(-1))
+            if value.kind is None:
+                return Q(True, value.expr, "number", -1, None, x.scale_of(-1))
+            # a date keeps its kind and whole-day precision; any other kind is a plain number
+            dated = x.eq(value.kind, "date")
+            return Q(
+                True,
+                value.expr,
+                x.if_(dated, "date", "number"),
+                x.if_(dated, 0, -1),
+                None,
+                x.if_(dated, 1.0, x.scale_of(-1)),
+            )
         if value.type in ("cell", "text"):
             num = self.field(value, "num")
             present: M = exp.Not(this=exp.Is(this=num, expression=exp.Null()))
@@ -741,16 +755,20 @@ def _ordinal(c: Compiler, n: Value) -> tuple[M, M]:
 
 def _ranked(c: Compiler, view: View, column: int, largest: bool, n: M) -> str:
     """The rows of the view holding a number, ranked (largest or smallest first, ties in row order):
-    a CTE of ``_row``, ``_num`` and ``_rank``. For a position known now, only the ranked row itself
+    a CTE of ``_row``, ``_num``, ``_kind`` and ``_rank``. For a position known now, only the ranked row itself
     (ORDER BY ... LIMIT 1 OFFSET n-1: one pass keeping the top n, where numbering every row would
     sort the whole view)."""
     num = exp.column(column_name(column, "num"), table=ROW)
+    kind = exp.alias_(exp.column(column_name(column, "kind"), table=ROW), "_kind")
     key = exp.Ordered(this=num.copy(), desc=largest)
     numbers = exp.and_(c.rows_of(view), exp.Not(this=exp.Is(this=num.copy(), expression=exp.Null())))
     if x.known(n):
         select = (
             exp.select(
-                exp.column("_row", table=ROW), exp.alias_(num.copy(), "_num"), exp.alias_(x.sql(n), "_rank")
+                exp.column("_row", table=ROW),
+                exp.alias_(num.copy(), "_num"),
+                kind,
+                exp.alias_(x.sql(n), "_rank"),
             )
             .from_(c.base())
             .where(numbers)
@@ -765,7 +783,9 @@ def _ranked(c: Compiler, view: View, column: int, largest: bool, n: M) -> str:
         order=exp.Order(expressions=[key, exp.Ordered(this=exp.column("_row", table=ROW))]),
     )
     select = (
-        exp.select(exp.column("_row", table=ROW), exp.alias_(num.copy(), "_num"), exp.alias_(window, "_rank"))
+        exp.select(
+            exp.column("_row", table=ROW), exp.alias_(num.copy(), "_num"), kind, exp.alias_(window, "_rank")
+        )
         .from_(c.base())
         .where(numbers)
     )
@@ -816,7 +836,8 @@ def _make_nth_value(largest: bool) -> SqlFunction:
         n, n_err = _ordinal(c, _value(args[2]))
         ranked, err = _nth(c, view, column, n, n_err, largest, _err_of(args))
         value = exp.Subquery(this=exp.select("_num").from_(c.ref(ranked)).where(_rank_where(n)))
-        return Value("num", expr=value, err=err)
+        kind = exp.Subquery(this=exp.select("_kind").from_(c.ref(ranked)).where(_rank_where(n)))
+        return Value("num", expr=value, err=err, kind=kind)
 
     return compile_nth_value
 
@@ -890,7 +911,11 @@ def _make_aggregate(name: str, arithmetic: bool) -> SqlFunction:
                     None,
                 ),
             )
-        return Value("num", expr=_as_double(value), err=err)
+            return Value("num", expr=_as_double(value), err=err)
+        # max / min: the kind of the first row (in row order) holding the extreme, as in memory
+        ranked = _ranked(c, view, column, name == "max", 1.0)
+        extreme_kind = exp.Subquery(this=exp.select("_kind").from_(c.ref(ranked)))
+        return Value("num", expr=_as_double(value), err=err, kind=extreme_kind)
 
     return compile_aggregate
 
