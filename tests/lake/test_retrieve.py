@@ -158,3 +158,39 @@ def test_shipped_models_match_the_features() -> None:
     assert MODELS, "fitted reranker weights are shipped"
     for model in MODELS.values():
         assert len(model.coef) == len(FEATURES)
+
+
+def test_a_claim_no_candidate_can_link_is_not_enough_info_on_the_top_table(lake: Lake) -> None:
+    verdict = check_with_lake(lake, "the turkish cup was won by galatasaray")
+    assert verdict.label is Label.NOT_ENOUGH_INFO and not verdict.program
+    assert verdict.evidence_table == "cup.csv"
+    assert verdict.guess in (Label.ENTAILED, Label.REFUTED)
+    assert any("galatasaray" in note for note in verdict.notes)
+
+
+class _AbstainsOn:
+    """A verifier that abstains on the tables named, and entails elsewhere (selection logic only)."""
+
+    def __init__(self, abstain: set[str]) -> None:
+        self.abstain = abstain
+        self.seen: list[str] = []
+
+    def verify(self, statement: str, table: Table) -> Verdict:
+        self.seen.append(table.name)
+        if table.name in self.abstain:
+            return Verdict(statement, Label.NOT_ENOUGH_INFO, "", None, 1.0, guess=Label.REFUTED)
+        return Verdict(statement, Label.ENTAILED, "eq{1; 1}", True, 0.9)
+
+
+def test_check_with_lake_skips_abstaining_candidates_and_keeps_the_top_one_when_all_abstain(
+    lake: Lake,
+) -> None:
+    statement = "there be 2 game against the dayton river"
+    order = [c.id for c in retrieve(lake, statement, k=3)]
+    first = _AbstainsOn({order[0]})
+    verdict = check_with_lake(lake, statement, verifier=first, candidates=3)
+    assert verdict.label is Label.ENTAILED and verdict.evidence_table == order[1]
+    everyone = _AbstainsOn(set(order))
+    verdict = check_with_lake(lake, statement, verifier=everyone, candidates=3)
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.evidence_table == order[0]
+    assert len(everyone.seen) == 3

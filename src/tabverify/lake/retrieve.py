@@ -661,10 +661,12 @@ def check_with_lake(
     """Verify ``statement`` against the lake's best tables for it.
 
     The ``candidates`` best retrieved tables are verified in retrieval order with ``verifier`` (a
-    :class:`~tabverify.verify.TableVerifier`; the default one when None); the first verdict with an
-    evidence program (the statement's values linked to that table) is kept, else the top table's.
-    The verdict's ``evidence_table`` names the table used and ``runners_up`` the other candidates,
-    best first.
+    :class:`~tabverify.verify.TableVerifier`; the default one when None); the first verdict that
+    does not abstain (ENTAILED or REFUTED, with an evidence program: the statement's values linked
+    to that table) is kept. When every candidate abstains (NOT ENOUGH INFO: no program, or nothing
+    of the statement linked), the top table's NOT ENOUGH INFO verdict stands, with its notes saying
+    what could not be linked. The verdict's ``evidence_table`` names the table used and
+    ``runners_up`` the other candidates, best first.
 
     Raises:
         LakeError: the statement is empty.
@@ -698,9 +700,10 @@ def check_with_lake(
         except TabverifyError as exc:  # e.g. a table without data rows: the next candidate is tried
             error = error or exc
             continue
-        if chosen is None or (verdict.program and not chosen[0].program):
+        decided = verdict.label is not Label.NOT_ENOUGH_INFO
+        if chosen is None or (decided and chosen[0].label is Label.NOT_ENOUGH_INFO):
             chosen = (verdict, candidate.id)
-        if verdict.program:
+        if decided:
             break
     if chosen is None:
         assert error is not None
