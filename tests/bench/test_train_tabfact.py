@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tabverify.bench.tabfact import train_models
+from tabverify.errors import TabverifyError
 from tabverify.program.ranker import WEIGHTS_FILE, Ranker
 from tabverify.table import load_table
 from tabverify.verify import Label, TableVerifier
@@ -155,3 +156,23 @@ def test_training_splits_tables_between_ranker_and_verdict_model(release: Path) 
     assert model.vocabulary == {}
     _, model = train_models(release, ranker_tables=4, jobs=1)
     assert model.vocabulary
+
+
+def test_verdict_holdout_scores_each_l2_on_held_out_train_tables_only(release: Path) -> None:
+    from tabverify.bench.tabfact import verdict_holdout
+
+    _FORBIDDEN[:] = _held_out(release)
+    _OPENED.clear()
+    try:
+        report = verdict_holdout(release, [1e-4, 1e-2], ranker_tables=2, holdout=0.5, jobs=1)
+    finally:
+        _FORBIDDEN.clear()
+    assert _OPENED == []
+    # 6 verdict tables (8 less the 2 of the ranker), 3 of them held out; every table has the same
+    # number of statements, so the fit and the hold-out are the same size
+    statements = len(_statements(_table(0))[0])
+    assert report["fit_statements"] == report["holdout_statements"] == 3 * statements
+    assert set(report["accuracy"]) == {"0.0001", "0.01", "boosted"}
+    assert all(0.0 <= a <= 1.0 for a in report["accuracy"].values())
+    with pytest.raises(TabverifyError):
+        verdict_holdout(release, [], jobs=1)

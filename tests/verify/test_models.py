@@ -75,8 +75,15 @@ def _ranker_corruptions() -> dict[str, tuple[dict[str, np.ndarray], str]]:
     }
 
 
-def _verdict_corruptions() -> dict[str, tuple[dict[str, np.ndarray], str]]:
-    good = _shipped(MODEL_FILE)
+def _linear_verdict_arrays(tmp_path: Path) -> dict[str, np.ndarray]:
+    """A logistic-regression verdict file (the shipped model is boosted trees)."""
+    rows = [{f"w{i}": 1.0, "bias": 1.0} for i in range(20)] * 2
+    VerdictModel(min_count=1, iterations=5).fit(rows, [i % 2 for i in range(40)]).save(tmp_path / "lin.npz")
+    with np.load(tmp_path / "lin.npz") as data:
+        return {key: data[key] for key in data.files}
+
+
+def _verdict_corruptions(good: dict[str, np.ndarray]) -> dict[str, tuple[dict[str, np.ndarray], str]]:
     words = json.loads(good["vocabulary"].tobytes())
     return {
         "weights shorter than vocabulary": ({**good, "weights": good["weights"][:-3]}, "names but"),
@@ -107,15 +114,92 @@ def test_a_ranker_file_with_wrong_arrays_is_a_model_error(tmp_path: Path, case: 
     assert reason in str(caught.value)
 
 
-@pytest.mark.parametrize("case", sorted(_verdict_corruptions()))
+_VERDICT_CASES = sorted(
+    _verdict_corruptions({"vocabulary": np.frombuffer(b'["a"]', dtype=np.uint8), "weights": np.zeros(1)})
+)
+
+
+@pytest.mark.parametrize("case", _VERDICT_CASES)
 def test_a_verdict_file_with_wrong_arrays_is_a_model_error(tmp_path: Path, case: str) -> None:
-    arrays, reason = _verdict_corruptions()[case]
+    arrays, reason = _verdict_corruptions(_linear_verdict_arrays(tmp_path))[case]
     path = tmp_path / MODEL_FILE
     np.savez_compressed(path, **arrays)
     with pytest.raises(ModelError, match="is not a verdict model file") as caught:
         VerdictModel.load(path)
     assert str(path) in str(caught.value)
     assert reason in str(caught.value)
+
+
+def _boosted_arrays(tmp_path: Path) -> dict[str, np.ndarray]:
+    """A small boosted verdict file (training needs scikit-learn)."""
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(0)
+    rows = [{"bias": 1.0, "row_cov": float(rng.random())} for _ in range(200)]
+    model = VerdictModel(boosted=True).fit(rows, [int(r["row_cov"] > 0.5) for r in rows])
+    model.save(tmp_path / "boosted.npz")
+    with np.load(tmp_path / "boosted.npz") as data:
+        return {key: data[key] for key in data.files}
+
+
+def _tree_corruptions(good: dict[str, np.ndarray]) -> dict[str, tuple[dict[str, np.ndarray], str]]:
+    inner = int(np.flatnonzero(good["tree_leaf"] == 0)[0])
+
+    def at(name: str, value: float) -> np.ndarray:
+        array = good[name].copy()
+        array[inner] = value
+        return array
+
+    return {
+        "a child pointing backwards": ({**good, "tree_left": at("tree_left", inner)}, "backwards"),
+        "a child past the end": ({**good, "tree_right": at("tree_right", len(good["tree_leaf"]))}, "outside"),
+        "a feature past the vocabulary": ({**good, "tree_feature": at("tree_feature", 10**6)}, "vocabulary"),
+        "a nan threshold": ({**good, "tree_threshold": at("tree_threshold", np.nan)}, "finite"),
+        "values shorter than nodes": ({**good, "tree_value": good["tree_value"][:-1]}, "lengths"),
+        "no baseline": ({k: v for k, v in good.items() if k != "tree_baseline"}, "tree_baseline"),
+        "a root past the end": ({**good, "tree_roots": good["tree_roots"] + 10**7}, "tree_roots"),
+    }
+
+
+_TREE_CASES = [
+    "a child pointing backwards",
+    "a child past the end",
+    "a feature past the vocabulary",
+    "a nan threshold",
+    "values shorter than nodes",
+    "no baseline",
+    "a root past the end",
+]
+
+
+@pytest.mark.parametrize("case", _TREE_CASES)
+def test_a_boosted_verdict_file_with_wrong_trees_is_a_model_error(tmp_path: Path, case: str) -> None:
+    good = _boosted_arrays(tmp_path)
+    assert VerdictModel.load(tmp_path / "boosted.npz").trees is not None
+    arrays, reason = _tree_corruptions(good)[case]
+    path = tmp_path / MODEL_FILE
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(ModelError, match="is not a verdict model file") as caught:
+        VerdictModel.load(path)
+    assert reason in str(caught.value)
+
+
+def test_boosted_verdict_model_reads_like_scikit_learn_and_round_trips(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(0)
+    rows, labels = [], []
+    for _ in range(600):
+        a, b = rng.random(), float(rng.random() < 0.5)
+        rows.append({"bias": 1.0, "row_cov": a, "top_true": b})
+        labels.append(int((a > 0.6) == bool(b)))  # an interaction no linear model can fit
+    model = VerdictModel(boosted=True).fit(rows, labels)
+    assert model.trees is not None
+    correct = sum((model.probability(r) >= 0.5) == bool(y) for r, y in zip(rows, labels, strict=True))
+    assert correct / len(rows) > 0.95
+    linear = VerdictModel(min_count=1).fit(rows, labels)
+    assert sum((linear.probability(r) >= 0.5) == bool(y) for r, y in zip(rows, labels, strict=True)) < correct
+    model.save(tmp_path / "b.npz")
+    again = VerdictModel.load(tmp_path / "b.npz")
+    assert all(again.probability(r) == model.probability(r) for r in rows[:50])
 
 
 def test_check_with_corrupt_models_exits_2_naming_the_file(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -452,6 +452,63 @@ def train_models(
         lambda s, n: progress and progress("verdict: fit", s, n),
     )
     return ranker, model
+
+
+def verdict_holdout(
+    data_dir: str | Path,
+    l2_values: Sequence[float],
+    ranker_tables: int = 3000,
+    tables: int | None = None,
+    holdout: float = 0.2,
+    jobs: int = 1,
+    seed: int = 0,
+    ranker_path: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    boosted: bool = True,
+) -> dict[str, object]:
+    """Choose the verdict model's L2 on train tables only: accuracy of a model fitted on the verdict
+    tables of :func:`train_models` (the same ``seed`` shuffle, after the first ``ranker_tables``; the
+    first ``tables`` of them, default all) less a held-out ``holdout`` share of those tables, scored
+    on the held-out tables, for each L2 (and, with ``boosted``, for the boosted trees of
+    :data:`tabverify.verify.decision.BOOSTED`, under ``"boosted"``). The features come from the ranker at ``ranker_path`` (the
+    shipped one by default, which :func:`train_models` trained on the first ``ranker_tables``).
+
+    Raises:
+        TabverifyError: no L2 value, a hold-out share outside (0, 1), or ``jobs`` below 1.
+    """
+    from tabverify.verify import TableVerifier
+    from tabverify.verify.decision import VerdictModel
+
+    check_counts(jobs=jobs)
+    if not l2_values or not 0 < holdout < 1:
+        raise TabverifyError("give at least one L2 value and a hold-out share between 0 and 1")
+    examples = load_examples(data_dir, "train")
+    by_table: dict[str, list[tuple[str, int]]] = {}
+    captions: dict[str, str] = {}
+    for example in examples:
+        by_table.setdefault(example.table_id, []).append((example.statement, example.label))
+        captions[example.table_id] = example.caption
+    table_ids = sorted(by_table)
+    np.random.default_rng(seed).shuffle(table_ids)
+    verdict_ids = table_ids[ranker_tables:]
+    if tables is not None:
+        verdict_ids = verdict_ids[:tables]
+    held = set(verdict_ids[: int(len(verdict_ids) * holdout)])
+    _TRAIN["verifier"] = TableVerifier(ranker=ranker_path, model=VerdictModel())
+    work = [(str(data_dir), t, by_table[t], captions[t]) for t in verdict_ids]
+    results = _map(_verdict_rows, work, jobs, "verdict: features", progress)
+    fit = [r for t, rows in zip(verdict_ids, results, strict=True) if t not in held for r in rows]
+    test = [r for t, rows in zip(verdict_ids, results, strict=True) if t in held for r in rows]
+    accuracy = {}
+    for l2 in l2_values:
+        model = VerdictModel(l2=l2).fit([r for r, _ in fit], [y for _, y in fit])
+        correct = sum((model.probability(r) >= 0.5) == bool(y) for r, y in test)
+        accuracy[str(l2)] = round(correct / len(test), 4) if test else 0.0
+    if boosted:
+        model = VerdictModel(boosted=True, seed=seed).fit([r for r, _ in fit], [y for _, y in fit])
+        correct = sum((model.probability(r) >= 0.5) == bool(y) for r, y in test)
+        accuracy["boosted"] = round(correct / len(test), 4) if test else 0.0
+    return {"fit_statements": len(fit), "holdout_statements": len(test), "accuracy": accuracy}
 
 
 # ---- checks against the human-written programs ------------------------------------------------------
