@@ -89,3 +89,21 @@ def test_a_decade_holds_its_ten_years(clubs: Table) -> None:
     assert execute("only{filter_eq{all_rows; founded; 1930s}}", clubs).value is False
     assert values_match("1949", "1940s") and not values_match("1950", "1940s")
     assert not values_match("1940s", "1950s")
+
+
+def test_accent_folding_keeps_letters_and_digits_apart() -> None:
+    # only the marks on Latin letters are dropped: a superscript is no digit of the number, and
+    # the voicing mark of kana or the breve of Cyrillic "й" makes another letter
+    assert normalize_text("Álvarez Núñez") == "alvarez nunez"
+    assert not values_match("10²", "102") and not values_match("2¹", "21")
+    assert not values_match("ばか", "はか")
+    assert not values_match("бой", "бои")
+
+
+def test_a_decade_in_a_cell_does_not_hold_a_given_year(tmp_path: Path) -> None:
+    # the table says "1940s": "founded in 1945" is not known to be true; "1940s" still matches
+    # "1940s", and a decade written in the statement holds the years of the table
+    table = _write(tmp_path, "clubs.csv", ["club#founded", "tsv linden#1940s", "rk berlin#1926"])
+    assert execute("eq{hop{filter_eq{all_rows; club; tsv linden}; founded}; 1945}", table).value is False
+    assert execute("eq{hop{filter_eq{all_rows; club; tsv linden}; founded}; 1940s}", table).value is True
+    assert execute("eq{hop{filter_eq{all_rows; club; rk berlin}; founded}; 1920s}", table).value is True

@@ -20,12 +20,21 @@ _PUNCT_RE = re.compile(r"[^\w\s.%$-]|(?<!\d)[.](?!\d)|(?<!\w)-(?!\w)|(?<=\w)-(?=
 
 
 def _fold_accents(text: str) -> str:
-    """Letters without their accents ("zürich" -> "zurich", "álvarez" -> "alvarez"): statements
-    and programs often drop the diacritics the table writes."""
+    """Latin letters without their accents ("zürich" -> "zurich", "álvarez" -> "alvarez"):
+    statements and programs often drop the diacritics the table writes.
+
+    Only a mark on a Latin (ASCII) letter is dropped, after the canonical decomposition (NFD):
+    the compatibility forms stay apart ("10²" is not "102", "2¹" with a footnote is not "21"), and
+    so do the letters other scripts make with a mark (kana "ば" is not "は", Cyrillic "й" is not
+    "и")."""
     if text.isascii():
         return text
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(ch) and out and out[-1].isascii() and out[-1].isalpha():
+            continue
+        out.append(ch)
+    return unicodedata.normalize("NFC", "".join(out))
 
 
 @lru_cache(maxsize=200_000)
@@ -242,7 +251,11 @@ def values_match(left: object, right: object) -> bool:
     if ql is None or qr is None:
         return False
     if left_is_text and right_is_text:
-        decade = _in_decade(text_of(left), qr) or _in_decade(text_of(right), ql)
+        # a decade the statement or program writes ("1940s") holds the ten years; a decade in a
+        # cell does not hold a given year (the table does not say which one)
+        decade = _in_decade(text_of(left), qr) if not isinstance(left, Cell) else None
+        if decade is None and not isinstance(right, Cell):
+            decade = _in_decade(text_of(right), ql)
         if decade is not None:
             return decade
     return numbers_equal(ql, qr)
