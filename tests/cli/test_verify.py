@@ -125,3 +125,27 @@ def test_check_prints_why_the_confidence_is_lower(tmp_path: Path) -> None:
         assert any("'lost'" in note for note in verdict["notes"]) and verdict["confidence"] < 0.75
         text = run("check", str(path), "the hawks lost both games against hartford")
         assert "note: lower confidence: 'lost'" in text.stdout
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "\udcff brazil has the largest population",  # a byte that is not UTF-8 (a lone surrogate here)
+        "<b>brazil</b> has the <i>largest</i> population",
+        "brazil has 1e400 people",
+        "brazil has " + "9" * 400 + " people",
+        "brazil",  # a lone cell: linked, but no program checks it
+    ],
+)
+def test_check_hostile_statements_give_a_verdict_not_a_traceback(tmp_path: Path, statement: str) -> None:
+    path = tmp_path / "countries.csv"
+    path.write_text(COUNTRIES, encoding="utf-8")
+    result = run("check", str(path), statement, "--json")
+    assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
+    (verdict,) = json.loads(result.stdout)["verdicts"]
+    assert (result.returncode == 0) == (verdict["label"] == "ENTAILED")
+    assert set(verdict) >= {"label", "program", "result", "confidence", "evidence", "alternatives", "limits",
+                            "notes"}  # fmt: skip
+    if verdict["label"] == "NOT ENOUGH INFO":
+        assert verdict["program"] == "" and verdict["guess"] in ("ENTAILED", "REFUTED")
+        assert "no word of it names the table" not in verdict["notes"][0] or statement != "brazil"

@@ -215,3 +215,26 @@ def test_nth_argmin_for_second_largest_is_not_shown_with_full_confidence(
 def test_won_without_a_program_that_checks_it_says_so(games: Table, verifier: TableVerifier) -> None:
     verdict = verifier.verify("the hawks won both games against hartford", games)
     assert verdict.label is Label.NOT_ENOUGH_INFO or any("'won'" in note for note in verdict.notes)
+
+
+def test_words_ending_in_er_are_not_comparisons_by_themselves(countries: Table) -> None:
+    # "member", "other", "number", "player" end in -er but compare nothing: they must not switch
+    # off the direction check ("lowest" read with argmax)
+    wrong = "eq{hop{argmax{all_rows; population (millions)}; country}; italy}"
+    for statement in (
+        "italy has the lowest population of any member",
+        "italy has the lowest population of all other countries",
+    ):
+        assert any("lowest" in gap for gap in gaps(countries, statement, wrong, ("italy",))), statement
+    # a comparative with "than" still licenses either direction (its column decides)
+    assert gaps(countries, "italy is smaller than germany", "less{hop{filter_eq{all_rows; country; italy}; "
+                "area (km2)}; hop{filter_eq{all_rows; country; germany}; area (km2)}}") == ()  # fmt: skip
+
+
+def test_no_evidence_note_does_not_deny_linked_words(countries: Table, verifier: TableVerifier) -> None:
+    # "brazil" names a cell, yet no program checks a lone name: the note must not say that no
+    # word of the statement names the table
+    verdict = verifier.verify("brazil", countries)
+    assert verdict.label is Label.NOT_ENOUGH_INFO
+    assert "no word of it names the table" not in verdict.notes[0]
+    assert "brazil" in verdict.notes[0]

@@ -115,6 +115,15 @@ class Cues:
         return bool(self.up or self.down or self.either or self.neutral)
 
 
+def _comparative(word: str, after: list[str]) -> bool:
+    """Whether a word outside the lists above reads as a superlative ("tallest") or as a
+    comparative followed by "than" ("heavier than"). Most words ending in -er compare nothing
+    ("player", "number", "other", "november"), so -er needs the "than"."""
+    if len(word) <= 4:
+        return False
+    return word.endswith("est") or (word.endswith("er") and "than" in after)
+
+
 def _data_tokens(linking: Linking) -> set[Span]:
     """Spans of the tokens that sit inside a cell or header link (data, not operators)."""
     links = linking.cells + linking.headers
@@ -138,7 +147,7 @@ def statement_cues(linking: Linking, table: object) -> Cues:
             down.append(word)
         elif word in NEUTRAL_WORDS:
             neutral.append(word)
-        elif word in EITHER_WORDS or (len(word) > 4 and word.endswith(("est", "er"))):
+        elif word in EITHER_WORDS or _comparative(word, words[i + 1 : i + 3]):
             either.append(word)
     ordinals: list[tuple[Span, str]] = []
     direction = UP_WORDS | DOWN_WORDS | EITHER_WORDS

@@ -225,7 +225,13 @@ class TableVerifier:
 def no_evidence_note(linking: Linking, programs: bool) -> str:
     """Why a statement is NOT ENOUGH INFO: no evidence found, and what of it could not be linked."""
     missing = unlinked_words(linking)
-    named = ", ".join(f"'{word}'" for word in missing[:8]) or "no word of it names the table"
+    if missing:
+        named = ", ".join(f"'{word}'" for word in missing[:8])
+    elif linking.cells or linking.headers or linking.numbers:
+        linked = dict.fromkeys(lk.text for lk in linking.cells + linking.headers + linking.numbers)
+        named = "none; linked: " + ", ".join(f"'{text}'" for text in list(linked)[:8])
+    else:
+        named = "no word of it names the table"
     if programs:
         return (
             "no evidence found: no value of the statement names a cell or a number of the table "
