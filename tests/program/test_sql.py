@@ -325,3 +325,43 @@ def test_unordered_tables_refuse_ordinal_functions(table: Table) -> None:
     with pytest.raises(ProgramExecutionError, match="primary key"):
         compile_program("hop{all_rows; a}", sql_table)
     sqlglot.parse_one(compile_program("count{filter_eq{all_rows; a; x}}", sql_table), read="postgres")
+
+
+DECADE_HEADER = ["club", "founded", "date"]
+DECADE_ROWS = [
+    ["linden", "1945", "may 3 , 1947"],
+    ["berlin", "1926", "june 1 , 1952"],
+    ["essen", "1950s", "1941"],
+    ["mainz", "1940", "n/a"],
+    ["kiel", "1949.5", "july 4 , 1949"],
+]
+DECADE_PROGRAMS = [
+    "count{filter_eq{all_rows; founded; 1940s}}",
+    "count{filter_eq{all_rows; founded; 1950s}}",
+    "count{filter_eq{all_rows; founded; 1900s}}",  # a year ending in 00 may be a century: no decade
+    "count{filter_eq{all_rows; date; 1940's}}",
+    "count{filter_not_eq{all_rows; founded; 1940s}}",
+    "eq{hop{filter_eq{all_rows; club; linden}; founded}; 1940s}",
+]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_the_sql_fallback_reads_decades_as_memory_does(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MAX_PAIRS 0: every comparison goes through the SQL expression, never the Python pair table
+    # (the path a large database column takes)
+    from tabverify.program.sql import compiler
+
+    monkeypatch.setattr(compiler, "MAX_PAIRS", 0)
+    table = Table.from_rows(DECADE_HEADER, DECADE_ROWS)
+    sql_table = prepare_table(table, tmp_path / f"decades.{engine}", engine)
+    db = connect(tmp_path / f"decades.{engine}")
+    try:
+        results = {p: _run_both(p, table, db, sql_table) for p in DECADE_PROGRAMS}
+    finally:
+        db.close()
+    for program, (memory, sql) in results.items():
+        assert _agree(memory, sql), (program, memory, sql)
+    # 1945 and 1940 (1949.5 is no year); the dates of 1941, 1947 and 1949
+    assert results[DECADE_PROGRAMS[0]][0] == 2.0 and results[DECADE_PROGRAMS[3]][0] == 3.0

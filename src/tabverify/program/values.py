@@ -264,19 +264,28 @@ def values_match(left: object, right: object) -> bool:
 _DECADE_RE = re.compile(r"(1\d|20)\d0\s?'?s")
 
 
+def decade_start(text: str) -> int | None:
+    """The first year of the decade ``text`` is written as ("1940s", "1940 's": 1940); None when it
+    is no decade. A year ending in 00 ("1900s") is left out: it may name a century."""
+    written = text.strip().lower()
+    if _DECADE_RE.fullmatch(written) is None or written[2:4] == "00":
+        return None
+    return int(written[:4])
+
+
 def _in_decade(text: str, other: Quantity) -> bool | None:
     """Whether ``other`` (a year, or a full date) falls in the decade ``text`` names ("1940s":
     1940 to 1949); None when the text names no decade or the other side is no year."""
-    if _DECADE_RE.fullmatch(text.strip().lower()) is None:
+    start = decade_start(text)
+    if start is None:
         return None
-    start = int(text.strip()[:4])
     if other.kind == "date" and other.value >= 10000:
         year = other.value // 10000
     elif other.kind in ("year", "number") and other.value == int(other.value) and other.decimals <= 0:
         year = other.value
     else:
         return None
-    if _DECADE_RE.fullmatch(normalize_text(other.text)) is not None:
+    if decade_start(normalize_text(other.text)) is not None:
         return None  # two decades: their values decide
     return start <= year <= start + 9
 

@@ -85,6 +85,27 @@ class Value:
 Compiled = View | Value
 
 
+def _decade_start(value: Value) -> int | None:
+    """The first year of the decade a literal names ("1940s": 1940), as values_match reads it."""
+    if value.type != "const":
+        return None
+    from tabverify.program.values import decade_start
+
+    return decade_start(str(value.py))
+
+
+_DECADE_PATTERNS = tuple(f"{p}{s}" for p in ("1__0", "20_0") for s in ("s", " s", "'s", " 's"))
+
+
+def _decade_like(norm: M) -> M:
+    """Whether a normalised text is written as a decade (LIKE patterns: every engine has LIKE)."""
+    if x.known(norm):
+        from tabverify.program.values import decade_start
+
+        return decade_start(str(norm)) is not None
+    return x.or_(*(exp.Like(this=x.sql(norm), expression=exp.Literal.string(p)) for p in _DECADE_PATTERNS))
+
+
 def errors(*errs: M) -> M:
     """The first error in evaluation order (COALESCE, folded)."""
     rest: list[M] = []
@@ -290,10 +311,30 @@ class Compiler:
         if shortcut is not None:
             return shortcut
         texty = a.type in ("const", "cell", "text") and b.type in ("const", "cell", "text")
-        return x.or_(
-            x.and_(texty, self._text_match_sql(a, b)) if texty else False,
-            x.numbers_equal(self.quantity(a), self.quantity(b)),
+        text = x.and_(texty, self._text_match_sql(a, b)) if texty else False
+        qa, qb = self.quantity(a), self.quantity(b)
+        for literal, other, q in ((a, b, qb), (b, a, qa)):
+            start = _decade_start(literal) if other.type in ("cell", "text") else None
+            if start is not None:  # values_match's decade rule: "1940s" holds 1940 to 1949
+                return x.or_(text, self._in_decade_sql(start, other, q, x.numbers_equal(qa, qb)))
+        return x.or_(text, x.numbers_equal(qa, qb))
+
+    def _in_decade_sql(self, start: int, other: Value, q: Q, otherwise: M) -> M:
+        """``_in_decade`` of a decade starting at ``start`` and ``other``'s quantity ``q``:
+        whether its year falls in the decade, else ``otherwise`` (the number comparison) when it
+        is no year or is itself written as a decade."""
+        year = x.if_(x.eq(q.kind, "date"), x.date_year(q.value), q.value)
+        yearly = x.and_(
+            q.present,
+            x.or_(
+                x.and_(x.eq(q.kind, "date"), x.ge(q.value, 10000)),
+                x.and_(
+                    x.in_(q.kind, ("year", "number")), x.eq(q.value, x.floor(q.value)), x.le(q.decimals, 0)
+                ),
+            ),
+            x.not_(_decade_like(self.norm(other))),
         )
+        return x.if_(yearly, x.and_(x.ge(year, start), x.le(year, start + 9)), otherwise)
 
     def text_match(self, a: Value, b: Value) -> M:
         return self.relation(a, b, lambda p, q: text_match(text_of(p), text_of(q)), self._text_match_sql)
