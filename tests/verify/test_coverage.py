@@ -57,11 +57,15 @@ def gaps(table: Table, statement: str, program: str, used: tuple[str, ...] = ())
     """The coverage gaps of ``program`` for ``statement``; ``used``: the statement words (links)
     the program consumed."""
     linking = link(statement, table)
+    parsed = parse_program(program)
+    literals = {text.lower() for text in parsed.literals}
     spans = frozenset(
         lk.span for lk in linking.cells + linking.numbers + linking.headers if lk.text.lower() in used
-    )
+    ) | frozenset(
+        lk.span for lk in linking.numbers if lk.text.lower() in literals
+    )  # as the search marks them
     value = execute(program, table).json is True
-    return coverage_gaps(Candidate(parse_program(program), value, spans), statement_cues(linking, table))
+    return coverage_gaps(Candidate(parsed, value, spans), statement_cues(linking, table))
 
 
 # ---- the check itself, on programs written here --------------------------------------------------
@@ -238,3 +242,11 @@ def test_no_evidence_note_does_not_deny_linked_words(countries: Table, verifier:
     assert verdict.label is Label.NOT_ENOUGH_INFO
     assert "no word of it names the table" not in verdict.notes[0]
     assert "brazil" in verdict.notes[0]
+
+
+def test_a_number_the_program_never_reads_is_a_gap(countries: Table) -> None:
+    statement = "brazil has 1e5 people"
+    ignoring = "eq{hop{all_rows; country}; brazil}"
+    assert any("'1e5'" in gap for gap in gaps(countries, statement, ignoring, ("brazil",)))
+    reading = "eq{hop{filter_eq{all_rows; country; brazil}; population (millions)}; 1e5}"
+    assert not any("number" in gap for gap in gaps(countries, statement, reading, ("brazil",)))

@@ -16,7 +16,11 @@ from functools import lru_cache
 
 from tabverify.text.spans import Span
 
-_TOKEN_RE = re.compile(r"\d+(?:[.,:]\d+)*(?:st|nd|rd|th|%)?|[^\W\d_]+(?:'[^\W\d_]+)?|[^\w\s]", re.UNICODE)
+# a number keeps its exponent ("1e5", "1.5e-3": one token, read as 100000 and 0.0015, never as 1
+# followed by a word "e" and another number)
+_TOKEN_RE = re.compile(
+    r"\d+(?:[.,:]\d+)*(?:[eE][-+]?\d+\b|st|nd|rd|th|%)?|[^\W\d_]+(?:'[^\W\d_]+)?|[^\w\s]", re.UNICODE
+)
 
 # irregular forms the lemmatizer produced in the release, mapped so raw text meets it (public: claim
 # retrieval adds them to keyword queries)

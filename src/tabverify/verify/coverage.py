@@ -108,6 +108,7 @@ class Cues:
     outcomes: tuple[tuple[str, str, Span | None], ...]
     outcome_columns: dict[str, tuple[str, ...]]
     mentioned: frozenset[str] = frozenset()
+    numbers: tuple[tuple[Span, str], ...] = ()
 
     @property
     def compares(self) -> bool:
@@ -190,6 +191,13 @@ def statement_cues(linking: Linking, table: object) -> Cues:
         tuple(outcomes),
         columns,
         frozenset(header[c].lower() for c in linking.mentioned_columns if c < len(header)),
+        tuple(
+            (link.span, link.text)
+            for link in linking.numbers  # written with digits: "both", "once" are read by all_/only
+            if any(ch.isdigit() for ch in link.text)
+            and link.span not in data
+            and all(link.span != span for span, _ in ordinals)
+        ),
     )
 
 
@@ -244,6 +252,9 @@ def coverage_gaps(candidate: Candidate, cues: Cues) -> tuple[str, ...]:
         if functions & _COMPARE_UP and cues.down and not cues.up:
             gaps.append(f"'{cues.down[0]}' asks for smaller values; the program keeps larger ones "
                         f"({sorted(functions & _COMPARE_UP)[0]})")  # fmt: skip
+    for span, text in cues.numbers:  # a number the statement gives and the program never reads
+        if span not in candidate.used:
+            gaps.append(f"the program does not use the number '{text}' of the statement")
     for span, words in cues.ordinals:
         if span not in candidate.used:
             gaps.append(
