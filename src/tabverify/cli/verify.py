@@ -214,11 +214,11 @@ _TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".parquet", ".pq", ".txt")
 def _print_heading(verdict: Verdict) -> None:
     """A verdict's first line (label, confidence, statement) and its warnings."""
     colour = {Label.ENTAILED: "green", Label.REFUTED: "red"}.get(verdict.label, "yellow")
+    # an abstention for want of evidence has no confidence to show ("(100%)" would read as certainty)
+    abstained = verdict.label is Label.NOT_ENOUGH_INFO and verdict.guess is not None
+    confidence = "" if abstained else f" ({verdict.confidence:.0%})"
     out.print(
-        Text.assemble(
-            (verdict.label.value, f"bold {colour}"),
-            clean(f" ({verdict.confidence:.0%})  {verdict.statement}"),
-        )
+        Text.assemble((verdict.label.value, f"bold {colour}"), clean(f"{confidence}  {verdict.statement}"))
     )
     for note in verdict.warnings:
         warn(note)

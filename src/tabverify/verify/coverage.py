@@ -109,6 +109,7 @@ class Cues:
     outcome_columns: dict[str, tuple[str, ...]]
     mentioned: frozenset[str] = frozenset()
     numbers: tuple[tuple[Span, str], ...] = ()
+    columns: tuple[tuple[str, str], ...] = ()
 
     @property
     def compares(self) -> bool:
@@ -198,6 +199,13 @@ def statement_cues(linking: Linking, table: object) -> Cues:
             and link.span not in data
             and all(link.span != span for span, _ in ordinals)
         ),
+        tuple(
+            dict.fromkeys(
+                (header[link.column].lower(), link.text)
+                for link in linking.headers
+                if link.column is not None and link.column < len(header)
+            )
+        ),
     )
 
 
@@ -252,6 +260,12 @@ def coverage_gaps(candidate: Candidate, cues: Cues) -> tuple[str, ...]:
         if functions & _COMPARE_UP and cues.down and not cues.up:
             gaps.append(f"'{cues.down[0]}' asks for smaller values; the program keeps larger ones "
                         f"({sorted(functions & _COMPARE_UP)[0]})")  # fmt: skip
+    read = {name.lower() for name in program.headers}
+    # "the capital of kenya": a program that reads none of the columns the statement names (one
+    # named column left unread is common and benign: "the total population of the countries")
+    if cues.columns and not any(column in read for column, _ in cues.columns):
+        column, words = cues.columns[0]
+        gaps.append(f"the statement names the column '{column}' ('{words}'); the program does not read it")
     for span, text in cues.numbers:  # a number the statement gives and the program never reads
         if span not in candidate.used:
             gaps.append(f"the program does not use the number '{text}' of the statement")
