@@ -400,7 +400,8 @@ def train_models(
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[Ranker, VerdictModel]:
-    """Train the ranker (weak supervision) and then the verdict model, on disjoint train tables.
+    """Train the ranker (weak supervision) and then the verdict model (boosted trees, which need
+    scikit-learn: the ``lake`` or ``dev`` extra), on disjoint train tables.
 
     Train tables are shuffled with ``seed``; the first ``ranker_tables`` train the ranker, the
     next ``verdict_tables`` (default: all the rest) the verdict model, so the ranker's vote is not
@@ -446,7 +447,7 @@ def train_models(
         for result in _map(_verdict_rows, work(verdict_ids), jobs, "verdict: features", progress)
         for r in result
     ]
-    model = VerdictModel().fit(
+    model = VerdictModel(boosted=True, seed=seed).fit(
         [r for r, _ in rows],
         [label for _, label in rows],
         lambda s, n: progress and progress("verdict: fit", s, n),
