@@ -235,7 +235,9 @@ def _predict(example: Example) -> dict[str, object]:
         table = cache.get(example.table_id, example.caption)
         verdict = verifier.verify(example.statement, table)  # type: ignore[attr-defined]
         record.update(
-            predicted=int(verdict.forced_label is Label.ENTAILED), program=verdict.program, confidence=round(verdict.confidence, 4)
+            predicted=int(verdict.forced_label is Label.ENTAILED),
+            program=verdict.program,
+            confidence=round(verdict.confidence, 4),
         )
     except Exception as exc:  # noqa: BLE001 - one broken statement must never stop a benchmark run
         record.update(predicted=None, program="", error=f"{type(exc).__name__}: {exc}")
