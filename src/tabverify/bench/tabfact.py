@@ -394,6 +394,21 @@ def _map(function, work: list, jobs: int, stage: str, progress) -> list:
     return results
 
 
+def _shuffled_train_tables(
+    data_dir: str | Path, seed: int
+) -> tuple[list[str], dict[str, list[tuple[str, int]]], dict[str, str]]:
+    """The train split's table ids shuffled with ``seed`` (the order training and the hold-out
+    split by), each table's (statement, label) pairs, and its caption."""
+    by_table: dict[str, list[tuple[str, int]]] = {}
+    captions: dict[str, str] = {}
+    for example in load_examples(data_dir, "train"):
+        by_table.setdefault(example.table_id, []).append((example.statement, example.label))
+        captions[example.table_id] = example.caption
+    table_ids = sorted(by_table)
+    np.random.default_rng(seed).shuffle(table_ids)
+    return table_ids, by_table, captions
+
+
 def train_models(
     data_dir: str | Path,
     ranker_tables: int = 3000,
@@ -417,14 +432,7 @@ def train_models(
     check_counts(jobs=jobs)
     if ranker_tables < 0 or (verdict_tables is not None and verdict_tables < 0):
         raise TabverifyError("ranker_tables and verdict_tables must not be negative")
-    examples = load_examples(data_dir, "train")
-    by_table: dict[str, list[tuple[str, int]]] = {}
-    captions: dict[str, str] = {}
-    for example in examples:
-        by_table.setdefault(example.table_id, []).append((example.statement, example.label))
-        captions[example.table_id] = example.caption
-    table_ids = sorted(by_table)
-    np.random.default_rng(seed).shuffle(table_ids)
+    table_ids, by_table, captions = _shuffled_train_tables(data_dir, seed)
     ranker_ids = table_ids[:ranker_tables]
     verdict_ids = (
         table_ids[ranker_tables:]
@@ -485,14 +493,7 @@ def verdict_holdout(
     check_counts(jobs=jobs)
     if not l2_values or not 0 < holdout < 1:
         raise TabverifyError("give at least one L2 value and a hold-out share between 0 and 1")
-    examples = load_examples(data_dir, "train")
-    by_table: dict[str, list[tuple[str, int]]] = {}
-    captions: dict[str, str] = {}
-    for example in examples:
-        by_table.setdefault(example.table_id, []).append((example.statement, example.label))
-        captions[example.table_id] = example.caption
-    table_ids = sorted(by_table)
-    np.random.default_rng(seed).shuffle(table_ids)
+    table_ids, by_table, captions = _shuffled_train_tables(data_dir, seed)
     verdict_ids = table_ids[ranker_tables:]
     if tables is not None:
         verdict_ids = verdict_ids[:tables]
