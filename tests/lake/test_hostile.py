@@ -14,10 +14,16 @@ from tabverify.lake.sources import enumerate_source
 from tabverify.lake.store import LOCK_FILE
 
 
-def test_a_symlink_loop_in_the_source_is_skipped(tmp_path: Path) -> None:
+def _one_table_folder(tmp_path: Path) -> Path:
+    """A folder of tables holding one small CSV (teams.csv)."""
     source = tmp_path / "source"
     source.mkdir()
     (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    return source
+
+
+def test_a_symlink_loop_in_the_source_is_skipped(tmp_path: Path) -> None:
+    source = _one_table_folder(tmp_path)
     (source / "self.csv").symlink_to("self.csv")  # resolving it loops
     (source / "loop").symlink_to(source)  # a symlinked folder: not followed
     listing = enumerate_source(source, exclude=tmp_path / "lake")
@@ -26,9 +32,7 @@ def test_a_symlink_loop_in_the_source_is_skipped(tmp_path: Path) -> None:
 
 
 def test_a_lake_whose_lock_cannot_be_opened_is_a_lake_error(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.mkdir()
-    (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    source = _one_table_folder(tmp_path)
     lake = tmp_path / "lake"
     build_lake(source, lake, "lexical")
     (lake / LOCK_FILE).unlink()
@@ -38,9 +42,7 @@ def test_a_lake_whose_lock_cannot_be_opened_is_a_lake_error(tmp_path: Path) -> N
 
 
 def test_indexing_a_lake_into_itself_is_refused_and_keeps_its_tables(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.mkdir()
-    (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    source = _one_table_folder(tmp_path)
     lake = tmp_path / "lake"
     build_lake(source, lake, "lexical")
     for wrong in (lake, lake / "lake.json"):  # each lists no table: every table would be 'gone'
@@ -146,9 +148,7 @@ def test_a_benchmark_folder_that_cannot_be_written_is_a_dataset_error(tmp_path: 
 
 
 def test_a_lake_among_the_tables_is_not_read_as_tables(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.mkdir()
-    (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    source = _one_table_folder(tmp_path)
     build_lake(source, source / "old.lake", "lexical")  # a lake kept inside the folder of tables
     summary = build_lake(source, tmp_path / "lake", "lexical")
     assert (summary.added, summary.skipped) == (1, [])  # not old.lake/lake.json, old.lake/faiss.json
@@ -171,9 +171,7 @@ def test_opening_a_lake_never_runs_the_module_attribute_its_lake_json_names(tmp_
 
     from tabverify.lake.store import Lake
 
-    source = tmp_path / "source"
-    source.mkdir()
-    (source / "teams.csv").write_text("team,city\nhawks,atlanta\n", encoding="utf-8")
+    source = _one_table_folder(tmp_path)
     lake = tmp_path / "lake"
     build_lake(source, lake, "lexical")
     meta = json.loads((lake / "lake.json").read_text(encoding="utf-8"))
