@@ -10,6 +10,14 @@ Table-matching accuracy is reported with two comparisons. The ground-truth sourc
 candidates cannot credit many correct answers; ``table_match_accuracy`` compares after the same
 rewrite (th -> td), ``table_match_accuracy_verbatim`` reproduces the verbatim comparison.
 Cell matching is scored given the gold source table, micro-averaged over the pairs that have one.
+
+Cross-validation (:func:`cross_validate`, ``--cv K``): the pairs are split into K folds by TARGET
+PAPER (:func:`folds_by_paper`: the sorted target ids dealt round-robin, so a paper's pairs are never
+on both sides); on each, the no-match model (:func:`tabverify.crosscheck.tables.fit_model`) and the
+ranking's weight of pairs whose labels disagree (from :data:`UNLABELLED_FACTORS`, the one giving the
+best training accuracy; ties to the smaller) are chosen from the other folds' pairs only and applied
+to the held-out fold. Cell matching fits no constant on the data, so its per-fold numbers are its
+in-sample numbers on each fold's pairs.
 """
 
 from __future__ import annotations
@@ -21,7 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabverify import files
-from tabverify.crosscheck import crosscheck, match_cells
+from tabverify.crosscheck import match_cells
+from tabverify.crosscheck.tables import (
+    Candidate,
+    Evidence,
+    MatchModel,
+    choose,
+    evidence,
+    fit_model,
+    match_table,
+    rank_tables,
+    rerank,
+    shortlist,
+)
 from tabverify.errors import DatasetError, TableError, TableSizeError
 from tabverify.table.grid import Grid
 from tabverify.table.html import read_html_table, read_html_tables
@@ -216,27 +236,46 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else 0.0
 
 
+def _cell_counts(pair: Pair) -> tuple[int, int, int]:
+    """(correct, predicted, gold) cell pairs of one pair, given its gold source table."""
+    if pair.gold_index is None:
+        return 0, 0, 0
+    found = {(p.target, p.source) for p in match_cells(pair.target, pair.candidates[pair.gold_index])}
+    return len(found & pair.gold_cells), len(found), len(pair.gold_cells)
+
+
+def _cell_metrics(counts: list[tuple[int, int, int]]) -> dict[str, float]:
+    hits, predicted, gold = (sum(c[i] for c in counts) for i in range(3))
+    precision, recall = _ratio(hits, predicted), _ratio(hits, gold)
+    return {
+        "cell_precision": precision,
+        "cell_recall": recall,
+        "cell_f1": _ratio(2 * precision * recall, precision + recall),
+    }
+
+
 def run_benchmark(
-    data_dir: str | Path, progress: Callable[[int, int], None] | None = None
+    data_dir: str | Path,
+    progress: Callable[[int, int], None] | None = None,
+    cv: int = 0,
 ) -> dict[str, object]:
     """Run table matching on every pair and cell matching on every pair with a gold source table.
 
-    Returns the result object: ``{"benchmark", "n_pairs", "metrics", "pairs", "seconds"}``. In
-    ``pairs``, ``predicted_table`` and ``gold_table`` number the source paper's tables from 1 (as
-    ``tabverify tables`` lists them; None: no match).
+    Returns the result object: ``{"benchmark", "n_pairs", "metrics", "pairs", "seconds"}``, and
+    ``"cv"`` when ``cv`` >= 2 folds are asked for (:func:`cross_validate`). In ``pairs``,
+    ``predicted_table`` and ``gold_table`` number the source paper's tables from 1 (as ``tabverify
+    tables`` lists them; None: no match).
     """
     pairs = load_pairs(data_dir)
     started = time.perf_counter()
     correct = correct_verbatim = 0
-    true_positive = predicted = gold = 0
+    counts = []
     rows = []
     for number, pair in enumerate(pairs, start=1):
-        report = crosscheck(pair.target, pair.candidates)
-        chosen = report.source_index
+        best, _ = match_table(pair.target, pair.candidates)
+        chosen = best.index if best is not None else None
         chosen_html = pair.candidate_html[chosen] if chosen is not None else ""
-        is_correct = (
-            chosen == pair.gold_index if pair.gold_html == "" or pair.gold_index is not None else False
-        )
+        is_correct = _table_correct(pair, chosen)
         correct += is_correct
         correct_verbatim += chosen_html == pair.gold_html
         row: dict[str, object] = {
@@ -247,31 +286,144 @@ def run_benchmark(
             "table_correct": is_correct,
         }
         if pair.gold_index is not None:
-            cells = match_cells(pair.target, pair.candidates[pair.gold_index])
-            found = {(p.target, p.source) for p in cells}
-            hits = len(found & pair.gold_cells)
-            true_positive += hits
-            predicted += len(found)
-            gold += len(pair.gold_cells)
-            row.update(
-                {"cells_predicted": len(found), "cells_gold": len(pair.gold_cells), "cells_correct": hits}
-            )
+            hits, predicted, gold = _cell_counts(pair)
+            counts.append((hits, predicted, gold))
+            row.update({"cells_predicted": predicted, "cells_gold": gold, "cells_correct": hits})
         rows.append(row)
         if progress is not None:
             progress(number, len(pairs))
-    precision, recall = _ratio(true_positive, predicted), _ratio(true_positive, gold)
-    return {
+    result: dict[str, object] = {
         "benchmark": "arxiveri",
         "n_pairs": len(pairs),
         "metrics": {
             "table_match_accuracy": _ratio(correct, len(pairs)),
             "table_match_accuracy_verbatim": _ratio(correct_verbatim, len(pairs)),
-            "cell_precision": precision,
-            "cell_recall": recall,
-            "cell_f1": _ratio(2 * precision * recall, precision + recall),
+            **_cell_metrics(counts),
         },
         "comparison": "table_match_accuracy compares after th->td normalisation; the _verbatim one "
         "compares the released strings as the original evaluator did",
         "seconds": round(time.perf_counter() - started, 3),
         "pairs": rows,
+    }
+    if cv:
+        result["cv"] = cross_validate(pairs, cv)
+    return result
+
+
+def _table_correct(pair: Pair, chosen: int | None) -> bool:
+    """The choice is the gold table, or "no match" where the truth is no match (a gold table that
+    is none of the candidates can never be chosen)."""
+    return chosen == pair.gold_index if pair.gold_html == "" or pair.gold_index is not None else False
+
+
+UNLABELLED_FACTORS = (0.0, 0.25, 0.5, 1.0)
+"""The ranking weights of label-disagreeing pairs :func:`cross_validate` chooses from."""
+
+
+def folds_by_paper(target_ids: list[str], k: int) -> list[int]:
+    """The fold (0 .. k-1) of each pair, given the pairs' target paper ids: the distinct ids sorted
+    and dealt round-robin, so that every pair of one paper is in the same fold and the split does
+    not depend on the order of the pairs."""
+    if k < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, not {k}")
+    papers = sorted(set(target_ids))
+    if len(papers) < k:
+        raise DatasetError(f"{k} folds need at least {k} target papers; the data has {len(papers)}")
+    fold = {paper: i % k for i, paper in enumerate(papers)}
+    return [fold[t] for t in target_ids]
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """One pair's candidates aligned once; the ranking for each factor is derived from them."""
+
+    pair: Pair
+    candidates: tuple[Candidate, ...]
+
+    def top(self, factor: float) -> tuple[Candidate | None, Evidence | None]:
+        ranking = rerank(self.candidates, factor)
+        if not ranking:
+            return None, None
+        return ranking[0], evidence(self.pair.target, ranking[0])
+
+
+def _fit_on(ranked: list[_Ranked], factor: float) -> MatchModel | None:
+    """The model fitted on these pairs' best-ranked candidates under ``factor`` (None: no example)."""
+    examples, labels = [], []
+    for item in ranked:
+        top, found = item.top(factor)
+        if top is not None and found is not None and top.alignment.pairs:
+            examples.append(found)
+            labels.append(top.index == item.pair.gold_index)
+    return fit_model(examples, labels, factor) if examples else None
+
+
+def _choices(ranked: list[_Ranked], model: MatchModel | None) -> list[int | None]:
+    chosen = []
+    for item in ranked:
+        ranking = rerank(item.candidates, model.unlabelled_factor) if model is not None else []
+        best = choose(item.pair.target, ranking, model) if model is not None else None
+        chosen.append(best.index if best is not None else None)
+    return chosen
+
+
+def _accuracy(ranked: list[_Ranked], model: MatchModel | None) -> int:
+    return sum(_table_correct(r.pair, c) for r, c in zip(ranked, _choices(ranked, model), strict=True))
+
+
+def _choose_constants(ranked: list[_Ranked]) -> MatchModel | None:
+    """The no-match model and unlabelled factor with the best accuracy on these (training) pairs:
+    for each factor of :data:`UNLABELLED_FACTORS`, a model is fitted; ties go to the smaller factor."""
+    best: tuple[int, MatchModel | None] = (-1, None)
+    for factor in UNLABELLED_FACTORS:
+        model = _fit_on(ranked, factor)
+        score = _accuracy(ranked, model)
+        if score > best[0]:
+            best = (score, model)
+    return best[1]
+
+
+def cross_validate(pairs: list[Pair], k: int = 5) -> dict[str, object]:
+    """K-fold cross-validation by target paper of table matching (see the module docstring).
+
+    Returns ``{"k", "folding", "folds": [...], "pooled": {...}, "full_model"}``: per fold its target
+    papers, pair count, the constants chosen on the other folds, and table-matching accuracy and cell
+    P/R/F1 on its pairs; pooled over the held-out predictions; and the model fitted on every pair.
+    """
+    fold_of = folds_by_paper([p.target_id for p in pairs], k)
+    ranked = []
+    for pair in pairs:
+        indices, _ = shortlist(pair.target, pair.candidates)
+        ranked.append(_Ranked(pair, tuple(rank_tables(pair.target, pair.candidates, indices))))
+    counts = [_cell_counts(p) for p in pairs]
+    folds, correct = [], 0
+    for fold in range(k):
+        train = [r for r, f in zip(ranked, fold_of, strict=True) if f != fold]
+        held = [i for i, f in enumerate(fold_of) if f == fold]
+        model = _choose_constants(train)
+        hits = _accuracy([ranked[i] for i in held], model)
+        correct += hits
+        folds.append(
+            {
+                "fold": fold,
+                "targets": sorted({pairs[i].target_id for i in held}),
+                "n_pairs": len(held),
+                "table_match_accuracy": _ratio(hits, len(held)),
+                "table_match_correct": hits,
+                **_cell_metrics([counts[i] for i in held if pairs[i].gold_index is not None]),
+                "constants": model.to_dict() if model is not None else None,
+            }
+        )
+    full = _choose_constants(ranked)
+    return {
+        "k": k,
+        "folding": "target papers sorted by id and dealt round-robin into k folds; constants chosen on "
+        "the other folds only",
+        "folds": folds,
+        "pooled": {
+            "table_match_accuracy": _ratio(correct, len(pairs)),
+            "table_match_correct": correct,
+            **_cell_metrics([c for p, c in zip(pairs, counts, strict=True) if p.gold_index is not None]),
+        },
+        "full_model": full.to_dict() if full is not None else None,
     }

@@ -31,6 +31,9 @@ Position = tuple[int, int]
 _HUNDRED = Decimal(100)
 AGREEMENT_WEIGHT = {Agreement.EXACT: 1.0, Agreement.ROUNDED: 0.8, Agreement.SCALED: 0.7}
 UNLABELLED_FACTOR = 0.25
+"""Weight of a pair whose row labels and column headers both disagree, in :attr:`CellPair.weight` and
+the ranking of source tables: the value the arXiVeri benchmark chooses from (0, 0.25, 0.5, 1) on all
+its development pairs; its cross-validation chooses it on each fold's training pairs only."""
 MAX_OPTIONS = 12
 
 
@@ -41,12 +44,16 @@ class CellPair:
     Attributes:
         target, source: (row, column) on the expanded grids, header rows included.
         agreement: how the two values relate (exact, rounded, scaled; ``different`` in discrepancies).
+        labelled: the row labels or the column headers of the two cells share a word.
+        row_labelled: the row labels share a word (the same method or setting: the strongest sign
+            that the number was copied, since values alone coincide across unrelated tables).
     """
 
     target: Position
     source: Position
     agreement: Agreement
     labelled: bool = False
+    row_labelled: bool = False
 
     @property
     def weight(self) -> float:
@@ -398,6 +405,8 @@ def _pairs_by_position(
     source_numbers = source.data_measurements
     row_words, column_words = _row_names(target), _column_names(target)
     source_row_words, source_column_words = _row_names(source), _column_names(source)
+    if transposed:  # the target's rows are the source's columns: compare labels along the same axis
+        source_row_words, source_column_words = source_column_words, source_row_words
     pairs = []
     for (tr, tc), m in sorted(target.data_measurements.items()):
         if m.multi or tr not in rows or tc not in columns:
@@ -409,24 +418,31 @@ def _pairs_by_position(
         agreement = compare(m, other)
         if agreement is Agreement.DIFFERENT:
             continue
-        labelled = bool(row_words[tr] & source_row_words[s[0]]) or bool(
-            column_words[tc] & source_column_words[s[1]]
-        )
-        pairs.append(CellPair((tr, tc), s, agreement, labelled))
+        row_labelled = bool(row_words[tr] & source_row_words.get(rows[tr], frozenset()))
+        labelled = row_labelled or bool(column_words[tc] & source_column_words.get(columns[tc], frozenset()))
+        pairs.append(CellPair((tr, tc), s, agreement, labelled, row_labelled))
     return pairs
 
 
 def align(target: Grid, source: Grid) -> Alignment:
     """The row/column correspondence between a target and a source table, and the agreeing pairs.
 
-    Both orientations are tried (the source as is, and transposed); the one with more support wins.
+    Both orientations are tried (the source as is, and transposed); the one whose agreeing pairs
+    have more labels agreeing wins, then the one with more agreeing pairs (both summed by agreement
+    weight: exact 1, rounded 0.8, scaled 0.7).
     """
     candidates = candidate_pairs(target, source)
     straight = _align(target, source, candidates, transposed=False)
     if not candidates:
         return straight
     flipped = _align(target, source, candidates, transposed=True)
-    return flipped if flipped.support > straight.support else straight
+    return flipped if _orientation_evidence(flipped) > _orientation_evidence(straight) else straight
+
+
+def _orientation_evidence(alignment: Alignment) -> tuple[float, float]:
+    """(agreement weight of the pairs whose labels agree, agreement weight of all pairs)."""
+    weights = [(AGREEMENT_WEIGHT.get(p.agreement, 0.0), p.labelled) for p in alignment.pairs]
+    return sum(w for w, labelled in weights if labelled), sum(w for w, _ in weights)
 
 
 def match_cells(target: Grid, source: Grid) -> list[CellPair]:

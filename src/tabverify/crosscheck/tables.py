@@ -1,31 +1,55 @@
 """Table matching: which of a source paper's tables the numbers of a target table come from.
 
-Each candidate is aligned with the target (:func:`tabverify.crosscheck.cells.align`); its score is
-the support of that alignment: the target numbers that sit in rows and columns corresponding to
-the candidate's and agree with its values (exact 1, rounded 0.8, scaled 0.7), each counted fully
-when its row label or column header shares a word with the source cell's, a quarter otherwise
-(values alone coincide across unrelated tables; values under the same labels do not). Words break
-ties: shared caption and header vocabulary. No candidate is chosen when the best support is below
-``min_support`` (the citation credits a method but copies no numbers). With more than
-:data:`MAX_ALIGNED_TABLES` source tables, only that many - those holding the most of the target's
-numbers, found through an index of the sources' values built once - are aligned (:func:`shortlist`).
+Each candidate is aligned with the target (:func:`tabverify.crosscheck.cells.align`) and ranked by
+the support of that alignment: the target numbers that sit in rows and columns corresponding to the
+candidate's and agree with its values (exact 1, rounded 0.8, scaled 0.7), each counted fully when
+its row label or column header shares a word with the source cell's, ``unlabelled_factor`` of that
+otherwise (values alone coincide across unrelated tables; values under the same labels do not).
+Shared caption and header words break ties.
+
+Whether the best candidate is the source at all, or the citation credits a method but copies no
+numbers ("no match"), is decided by a small logistic model (:class:`MatchModel`) over scale-free
+:class:`Evidence`: how much of the agreement sits under agreeing row labels, the share of the
+target's numbers found, how much of it is in specific values (three significant digits or more:
+"100", "12" or "0.5" agree by chance across unrelated tables, "40.6" seldom does) and the caption
+and header similarity. :data:`DEFAULT_MODEL` was fitted on the arXiVeri development pairs; the
+benchmark cross-validates the whole choice (model and ``unlabelled_factor``) by target paper
+(:mod:`tabverify.bench.arxiveri`).
+
+With more than :data:`MAX_ALIGNED_TABLES` source tables, only that many - those holding the most of
+the target's numbers, found through an index of the sources' values built once - are aligned
+(:func:`shortlist`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from tabverify.crosscheck.cells import Alignment, NumberIndex, align, per_grid
+import numpy as np
+
+from tabverify.crosscheck.cells import (
+    AGREEMENT_WEIGHT,
+    UNLABELLED_FACTOR,
+    Alignment,
+    NumberIndex,
+    align,
+    per_grid,
+)
 from tabverify.table.grid import Grid
 from tabverify.table.scientific import clean_latex
 
-# calibrated on the arXiVeri development pairs (see docs/benchmarks.md): the smallest support that
-# separates copied tables from incidental agreement
 MIN_SUPPORT = 2.0
+"""The support floor of callers that decide "no match" by support alone (the rule before
+:class:`MatchModel`; kept for them). :func:`match_table` decides with :data:`DEFAULT_MODEL`."""
+
+SPECIFIC_DIGITS = 3
+"""Values written with at least this many significant digits are specific evidence (set a priori,
+not fitted): two unrelated cells rarely agree on "40.6", often on "100", "12" or "0.5"."""
 
 MAX_ALIGNED_TABLES = 20
 """The most source tables aligned in full with one target (an arXiVeri paper has at most 10):
@@ -42,7 +66,8 @@ class Candidate:
     Attributes:
         index: 0-based position of the table among the source tables (JSON output numbers tables
             from 1: ``index + 1``).
-        support: summed agreement weight of the aligned cell pairs.
+        support: summed agreement weight of the aligned cell pairs (pairs whose labels disagree
+            weighted by the ranking's ``unlabelled_factor``).
         text_similarity: Jaccard similarity of caption and header words, in [0, 1].
         alignment: the row/column correspondence found.
     """
@@ -56,6 +81,144 @@ class Candidate:
     def score(self) -> float:
         """Support plus the text similarity as a tie-breaker."""
         return self.support + self.text_similarity
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Scale-free evidence that a candidate is the source of the target's numbers.
+
+    Attributes:
+        row_labelled: agreement weight of the aligned pairs whose row labels share a word (the same
+            method or setting in both tables).
+        share: agreement weight of the pairs whose row or column labels agree, over the number of
+            the target's numbers (the part of the target the candidate explains, in [0, 1]).
+        specific: agreement weight of the label-agreeing pairs whose target value has at least
+            :data:`SPECIFIC_DIGITS` significant digits.
+        text: caption and header word similarity (:attr:`Candidate.text_similarity`).
+    """
+
+    row_labelled: float
+    share: float
+    specific: float
+    text: float
+
+    def features(self) -> tuple[float, float, float, float]:
+        """The model's inputs: counts on a log scale (the tenth shared row adds less than the
+        second), the share and the text similarity as they are."""
+        return (math.log1p(self.row_labelled), self.share, self.text, math.log1p(self.specific))
+
+
+def significant_digits(value: Decimal) -> int:
+    """Significant digits of a value as written, trailing zeros of an integer part not counted
+    ("40.6" -> 3, "100" -> 1, "0.50" -> 1, "12.05" -> 4)."""
+    return len(value.normalize().as_tuple().digits)
+
+
+def evidence(target: Grid, candidate: Candidate) -> Evidence:
+    """The :class:`Evidence` a candidate's alignment gives for it being the target's source."""
+    numbers = NumberIndex.of(target).numbers
+    row_labelled = labelled = specific = 0.0
+    for pair in candidate.alignment.pairs:
+        weight = AGREEMENT_WEIGHT.get(pair.agreement, 0.0)
+        row_labelled += weight if pair.row_labelled else 0.0
+        if pair.labelled:
+            labelled += weight
+            measured = numbers.get(pair.target)
+            if measured is not None and significant_digits(measured.value) >= SPECIFIC_DIGITS:
+                specific += weight
+    return Evidence(row_labelled, labelled / max(1, len(numbers)), specific, candidate.text_similarity)
+
+
+@dataclass(frozen=True)
+class MatchModel:
+    """A logistic model of "the best-ranked candidate is the target's source", over standardised
+    :meth:`Evidence.features`, with the ranking's weight of pairs whose labels disagree.
+
+    Attributes:
+        mean, scale: per-feature standardisation (of the examples it was fitted on).
+        weights: one per feature; ``bias`` the intercept.
+        unlabelled_factor: the ranking's weight of pairs whose labels disagree (:func:`rank_tables`).
+    """
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    unlabelled_factor: float = UNLABELLED_FACTOR
+
+    def logit(self, found: Evidence) -> float:
+        """Log-odds that the candidate with this evidence is the source."""
+        z = ((x - m) / s for x, m, s in zip(found.features(), self.mean, self.scale, strict=True))
+        return self.bias + sum(w * v for w, v in zip(self.weights, z, strict=True))
+
+    def accepts(self, found: Evidence) -> bool:
+        """The candidate is more likely the source than not (probability >= 0.5)."""
+        return self.logit(found) >= 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (rounded for reading)."""
+        return {
+            "features": ["log1p(row_labelled)", "share", "text", "log1p(specific)"],
+            "mean": [round(v, 4) for v in self.mean],
+            "scale": [round(v, 4) for v in self.scale],
+            "weights": [round(v, 4) for v in self.weights],
+            "bias": round(self.bias, 4),
+            "unlabelled_factor": self.unlabelled_factor,
+        }
+
+
+L2_PENALTY = 1.0
+"""Ridge penalty of :func:`fit_model` on standardised features (set a priori, not tuned)."""
+
+
+def fit_model(
+    examples: Sequence[Evidence],
+    labels: Sequence[bool],
+    unlabelled_factor: float = UNLABELLED_FACTOR,
+    l2: float = L2_PENALTY,
+) -> MatchModel:
+    """Fit a :class:`MatchModel` by penalised maximum likelihood (Newton steps; deterministic).
+
+    Args:
+        examples: the evidence of each pair's best-ranked candidate.
+        labels: True where that candidate is the gold source table.
+        unlabelled_factor: stored in the model (the ranking the examples were ranked with).
+        l2: ridge penalty on the weights (not on the bias).
+    """
+    x = np.array([e.features() for e in examples], dtype=float).reshape(len(examples), -1)
+    y = np.array(labels, dtype=float)
+    if len(x) == 0:
+        raise ValueError("fit_model needs at least one example")
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    penalty = np.diag(np.r_[np.full(z.shape[1] - 1, l2), 0.0])
+    w = np.zeros(z.shape[1])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        step = np.linalg.solve((z * (p * (1 - p))[:, None]).T @ z + penalty + 1e-9 * np.eye(len(w)),
+                               z.T @ (p - y) + penalty @ w)  # fmt: skip
+        w -= step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    return MatchModel(
+        tuple(map(float, mean)),
+        tuple(map(float, scale)),
+        tuple(map(float, w[:-1])),
+        float(w[-1]),
+        unlabelled_factor,
+    )
+
+
+DEFAULT_MODEL = MatchModel(
+    mean=(1.6227, 0.2303, 0.2382, 1.6826),
+    scale=(1.458, 0.2556, 0.1413, 1.3704),
+    weights=(1.003, 1.129, 1.5169, 1.0931),
+    bias=2.6462,
+    unlabelled_factor=0.25,
+)
+"""Fitted on the 66 arXiVeri development pairs (``tabverify bench arxiveri --data DIR --cv 5``
+prints it as ``cv.full_model``); its cross-validated accuracy is in docs/benchmarks.md."""
 
 
 def words(grid: Grid) -> set[str]:
@@ -142,28 +305,56 @@ def shortlist(
 
 
 def rank_tables(
-    target: Grid, sources: Sequence[Grid], indices: Sequence[int] | None = None
+    target: Grid,
+    sources: Sequence[Grid],
+    indices: Sequence[int] | None = None,
+    unlabelled_factor: float = UNLABELLED_FACTOR,
 ) -> list[Candidate]:
     """Source tables scored against the target, best first (ties by position): every one, or only
-    those at ``indices`` (see :func:`shortlist`)."""
+    those at ``indices`` (see :func:`shortlist`); pairs whose labels disagree count
+    ``unlabelled_factor`` of their agreement weight."""
     target_words = words(target)
     scored = []
     for i in range(len(sources)) if indices is None else indices:
         source = sources[i]
         alignment = align(target, source)
         scored.append(Candidate(i, alignment.support, _jaccard(target_words, words(source)), alignment))
+    return rerank(scored, unlabelled_factor)
+
+
+def rerank(candidates: Sequence[Candidate], unlabelled_factor: float) -> list[Candidate]:
+    """The candidates with their support recomputed for ``unlabelled_factor``, best first (ties by
+    position); the alignments are kept (they do not depend on it)."""
+    scored = [
+        Candidate(
+            c.index,
+            sum(
+                AGREEMENT_WEIGHT.get(p.agreement, 0.0) * (1.0 if p.labelled else unlabelled_factor)
+                for p in c.alignment.pairs
+            ),
+            c.text_similarity,
+            c.alignment,
+        )
+        for c in candidates
+    ]
     return sorted(scored, key=lambda c: (-c.score, c.index))
+
+
+def choose(target: Grid, ranking: Sequence[Candidate], model: MatchModel = DEFAULT_MODEL) -> Candidate | None:
+    """The best-ranked candidate when ``model`` accepts its evidence, else None ("no match")."""
+    if not ranking or not ranking[0].alignment.pairs:
+        return None
+    return ranking[0] if model.accepts(evidence(target, ranking[0])) else None
 
 
 def match_table(
     target: Grid,
     sources: Sequence[Grid],
-    min_support: float = MIN_SUPPORT,
+    model: MatchModel = DEFAULT_MODEL,
     max_aligned: int = MAX_ALIGNED_TABLES,
 ) -> tuple[Candidate | None, list[Candidate]]:
     """The source table the target's numbers come from (None when none supports it) and the ranking
     of the source tables compared (at most ``max_aligned``, see :func:`shortlist`)."""
     indices, _ = shortlist(target, sources, max_aligned)
-    ranking = rank_tables(target, sources, indices)
-    best = ranking[0] if ranking and ranking[0].support >= min_support else None
-    return best, ranking
+    ranking = rank_tables(target, sources, indices, model.unlabelled_factor)
+    return choose(target, ranking, model), ranking
