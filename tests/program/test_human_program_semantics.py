@@ -1,12 +1,15 @@
 """Readings that TabFact's human programs rely on: an empty header argument, max/min of dates,
-accents, decades - and that each still refuses the false statements of the same shape."""
+accents, decades, signs, numbers grouped by spaces, dates inside text - and that each still
+refuses the false statements of the same shape."""
 
 from pathlib import Path
 
 import pytest
 
+from tabverify.database import connect
 from tabverify.errors import ProgramExecutionError
 from tabverify.program import execute, parse_program
+from tabverify.program.sql import prepare_table, run_program
 from tabverify.program.values import normalize_text, values_match
 from tabverify.table import Table
 from tabverify.table.readers import read_tabfact_csv
@@ -107,3 +110,64 @@ def test_a_decade_in_a_cell_does_not_hold_a_given_year(tmp_path: Path) -> None:
     assert execute("eq{hop{filter_eq{all_rows; club; tsv linden}; founded}; 1945}", table).value is False
     assert execute("eq{hop{filter_eq{all_rows; club; tsv linden}; founded}; 1940s}", table).value is True
     assert execute("eq{hop{filter_eq{all_rows; club; rk berlin}; founded}; 1920s}", table).value is True
+
+
+@pytest.fixture
+def golf(tmp_path: Path) -> Table:
+    # signs written apart from their number (2-17231267-4), thousands grouped by spaces
+    # (2-15902689-1), dates inside text (1-1694505-4)
+    return _write(
+        tmp_path,
+        "golf.csv",
+        [
+            "player#to par#prize#note",
+            "hale irwin#- 2#1 630#died october 28 , 1948",
+            "greg norman#- 2#2 668#died april 18 , 1947",
+            "isao aoki#+ 2#1 492#resigned december 31 , 1947",
+            "jack nicklaus#+ 2#1973#retired",
+            "mike reid#e#950#died may 5 , 1947",
+        ],
+    )
+
+
+SIGNS_AND_GROUPS = [
+    ("eq{count{filter_eq{all_rows; to par; + 2}}; 2}", True),
+    ("eq{count{filter_eq{all_rows; to par; - 2}}; 2}", True),
+    ("eq{count{filter_eq{all_rows; to par; 2}}; 2}", True),  # an unsigned 2 is +2
+    ("eq{count{filter_eq{all_rows; to par; + 2}}; 4}", False),
+    ("eq{hop{filter_eq{all_rows; to par; -2}; player}; hale irwin}", True),
+    ("eq{hop{filter_eq{all_rows; to par; +2}; player}; hale irwin}", False),
+    ("eq{avg{all_rows; prize}; 1742.6}", True),
+    ("eq{max{all_rows; prize}; 2668}", True),
+    ("eq{max{all_rows; prize}; 2}", False),
+    ("eq{hop{filter_eq{all_rows; prize; 1630}; player}; hale irwin}", True),
+    ("eq{hop{argmax{all_rows; note}; player}; hale irwin}", True),
+    ("eq{hop{argmin{all_rows; note}; player}; greg norman}", True),
+    ("eq{hop{argmax{all_rows; note}; player}; isao aoki}", False),
+    (
+        "greater{hop{filter_eq{all_rows; player; isao aoki}; note}; hop{filter_eq{all_rows; player; mike reid}; note}}",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("program", "expected"), SIGNS_AND_GROUPS)
+def test_signs_space_grouped_numbers_and_dates_in_text(
+    program: str, expected: bool, golf: Table, tmp_path: Path
+) -> None:
+    # "+ 2" and "- 2" are two values, not the text "2"; "1 630" is 1630, not 1; "died october
+    # 28 , 1948" ranks by its date, not by 28 - and the SQL executor reads them the same way
+    assert execute(program, golf).value is expected
+    path = tmp_path / "golf.sqlite"
+    sql_table = prepare_table(golf, path, "sqlite")
+    db = connect(path)
+    try:
+        assert run_program(program, db, sql_table).value is expected
+    finally:
+        db.close()
+
+
+def test_a_sign_stays_with_its_number() -> None:
+    assert normalize_text("+ 2") == "+2" and normalize_text("- 2") == "-2" == normalize_text("\u2212 2")
+    assert normalize_text("2 - 1") == "2 1"  # a score keeps its reading
+    assert not values_match("+ 2", "- 2") and values_match("+ 2", "2") and values_match("- 2", "-2")

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from tabverify.table import Cell, Quantity, parse_quantity
 from tabverify.table.numbers import decimals_of, parse_decimal, same_at_precision
+from tabverify.table.quantity import MONTHS
 
 _PUNCT_RE = re.compile(r"[^\w\s.%$-]|(?<!\d)[.](?!\d)|(?<!\w)-(?!\w)|(?<=\w)-(?=\w)")
 
@@ -37,28 +38,52 @@ def _fold_accents(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(out))
 
 
+_LEADING_SIGN_RE = re.compile(r"\s*([-+\u2212])\s*(?=\d)")
+
+
 @lru_cache(maxsize=200_000)
 def normalize_text(text: str) -> str:
     """Lower-case, fold accents, unify quotes, drop punctuation that carries no meaning, collapse
-    spaces."""
+    spaces.
+
+    A sign before the number a text starts with is kept, written against it ("+ 2" -> "+2",
+    "- 2" and "\u22122" -> "-2"): golf's "+ 2" and "- 2" are different values, not the same text "2"
+    with punctuation around it."""
+    sign = ""
+    match = _LEADING_SIGN_RE.match(text)
+    if match is not None:
+        sign = "+" if match.group(1) == "+" else "-"
+        text = text[match.end() :]
     t = _fold_accents(text.lower()).replace("''", '"').replace("`", "'").replace("'s", " 's")
     t = _PUNCT_RE.sub(" ", t)
-    return " ".join(t.split())
+    return sign + " ".join(t.split())
 
 
 @lru_cache(maxsize=200_000)
 def literal_quantity(text: str) -> Quantity | None:
-    """Parse a program literal (cached: literals recur in every row of a filter)."""
-    return parse_quantity(text)
+    """Parse a program literal (cached: literals recur in every row of a filter), as a cell of the
+    same text reads (:func:`quantity_of`, a number grouped by spaces included)."""
+    return _regrouped(text, parse_quantity(text))
 
 
 _LOOSE_NUMBER_RE = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 
 
+_MONTH = "(?:" + "|".join(max((m for m in MONTHS if MONTHS[m] == n), key=len) for n in range(1, 13)) + ")"
+"""A month written in full ("may", "september"), not abbreviated."""
+_EMBEDDED_DATE_RE = re.compile(rf"\b(?:{_MONTH} \d{{1,2}} , \d{{4}}|\d{{1,2}} {_MONTH} \d{{4}})\b")
+
+
 @lru_cache(maxsize=200_000)
 def loose_quantity(text: str) -> Quantity | None:
-    """The first stand-alone number in free text ("mark price , 18 points" -> 18), for cells whose
-    text is not a number as a whole. A number beyond float range is no number (never infinity)."""
+    """The first full date ("died october 28 , 1948" -> that day), else the first stand-alone
+    number in free text ("mark price , 18 points" -> 18), for cells whose text is not a number as
+    a whole. A number beyond float range is no number (never infinity)."""
+    dated = _EMBEDDED_DATE_RE.search(text)
+    if dated is not None:
+        q = parse_quantity(dated.group(0))
+        if q is not None and q.kind == "date":
+            return Quantity(text, q.value, q.kind, q.decimals)
     match = _LOOSE_NUMBER_RE.search(text)
     if match is None:
         return None
@@ -109,10 +134,40 @@ class DateNumber(float):
     number, like any computed value, but compares as a date (:func:`quantity_of`)."""
 
 
+_SPACE_GROUPED_RE = re.compile(r"\d{1,3}(?: \d{3})+")
+
+
+@lru_cache(maxsize=200_000)
+def _space_grouped(text: str) -> Quantity | None:
+    """A text that is one whole number with its thousands set apart by spaces ("1 630",
+    "2 009 411", the SI style), or None."""
+    written = text.strip()
+    if _SPACE_GROUPED_RE.fullmatch(written) is None:
+        return None
+    return Quantity(text, float(written.replace(" ", "")), "number", 0)
+
+
+def _regrouped(text: str, q: Quantity | None) -> Quantity | None:
+    """``q`` (how :mod:`tabverify.table` reads ``text``), unless the text is a whole number grouped
+    by spaces, which that reading takes for its first group ("1 630" as 1)."""
+    if q is not None and q.kind == "number" and q.decimals == 0 and " " in text:
+        return _space_grouped(text) or q
+    return q
+
+
+def _cell_quantity(cell: Cell) -> Quantity | None:
+    """The number or date a cell stands for: its own reading (:func:`_regrouped`), else the first
+    stand-alone number of its text (:func:`loose_quantity`)."""
+    q = cell.quantity
+    if q is None:
+        return loose_quantity(cell.text)
+    return _regrouped(cell.text, q)
+
+
 def quantity_of(value: object) -> Quantity | None:
     """The number or date a program value stands for, or None."""
     if isinstance(value, Cell):
-        return value.quantity if value.quantity is not None else loose_quantity(value.text)
+        return _cell_quantity(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, DateNumber):
