@@ -43,13 +43,14 @@ def test_no_match_when_no_table_supports_the_target(target_path: Path, unrelated
     assert report.source_index is None and report.pairs == () and report.ok
 
 
-def test_permuted_values_are_classified(source_path: Path) -> None:
+def test_a_row_tied_by_one_cell_is_not_judged(source_path: Path) -> None:
     rows = list(TARGET_ROWS)
     rows[0] = ("ResNet-50 [12]", "58.1", "38.2", "26M")  # AP and AP50 swapped in one row
     target = read_html_tables(target_html(rows))[0]
     report = crosscheck(target, read_tables(source_path))
-    kinds = {d.target: d.kind for d in report.discrepancies}
-    assert kinds[(2, 1)] is DiscrepancyKind.PERMUTED and kinds[(2, 2)] is DiscrepancyKind.PERMUTED
+    # only 26M (25.6) still agrees: one shared value does not establish that the row is a copy
+    # (swaps in rows tied by two cells are classified: tests/crosscheck/test_flags.py)
+    assert not any(d.target[0] == 2 for d in report.discrepancies)
 
 
 def test_value_from_another_row_is_classified(source_path: Path) -> None:

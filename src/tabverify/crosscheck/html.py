@@ -1,7 +1,8 @@
 """A self-contained HTML page showing crosscheck reports: target and source tables side by side,
 each agreeing pair in a shared colour (marked ``≈`` when one side is the other rounded, ``×100``
 when scaled), wrong copies outlined in red, and the source cell each should have copied outlined in
-dashed red.
+dashed red. Rows (and cells) the target marks as its own, reproduced or re-implemented results are
+not checked, and their hover text says so.
 
 Cells show their text as typeset (``\\textbf{43.7}`` shows 43.7); hovering shows the text as written,
 the cell's position and, for pairs and wrong copies, what relates them. Tables are numbered from 1;
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from tabverify.crosscheck.report import Report
+from tabverify.crosscheck.report import Report, own_rows
 from tabverify.table.grid import Grid
 from tabverify.table.numbers import Agreement
 from tabverify.table.scientific import display_text
@@ -139,6 +140,11 @@ def _section(title: str, report: Report) -> str:
         source_notes[pair.source] = f"copied ({pair.agreement}) to target cell {pair.target}"
         if pair.agreement in _MARK:
             marks[pair.target] = source_marks[pair.source] = _MARK[pair.agreement]
+    own, own_cells = own_rows(report.target)
+    unchecked = {(row, j) for row in own for j in range(report.target.n_columns)} | own_cells
+    for position in unchecked:
+        note = "not checked: the table marks this as its own, reproduced or re-implemented result"
+        notes[position] = f"{note}; {notes[position]}" if position in notes else note
     for d in report.discrepancies:
         notes[d.target] = f"{d.kind}: {d.evidence}"
         marks[d.target] = "bad"

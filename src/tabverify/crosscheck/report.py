@@ -1,12 +1,18 @@
 """The crosscheck report: the matched source table, the cell pairs, and the copies that are wrong.
 
 A discrepancy is a target number whose row and column correspond to a source cell (by the
-alignment) but whose value does not agree with it. It is classified by what most likely happened:
+alignment) but whose value does not agree with it. Only cells whose meaning is established are
+judged (:func:`judged_cells`): rows tied to a source row by at least two agreeing result cells,
+named like it and not marked by the target as its own, reproduced or re-implemented results;
+columns whose headers agree. A discrepancy is classified by what most likely happened:
 
 - ``rounding``: close to the source value but not its correct rounding (0.354 for 0.3546);
-- ``scale``: off by a power of ten that is not the accepted percent/fraction factor (6.84 for 68.4);
-- ``digit``: one digit changed or two neighbouring digits swapped (0.977 for 0.997);
-- ``permuted``: the values of a row (or column) were copied in another order;
+- ``scale``: off by a power of ten (6.84 for 68.4); the percent/fraction factor 100 counts only
+  where the rest of the column is copied without it (0.4567 among percentages);
+- ``digit``: one digit changed (0.978 for 0.977);
+- ``transposition``: two neighbouring digits swapped (0.977 for 0.797);
+- ``row_swap`` / ``column_swap``: the values of two rows (columns) exchanged in the target;
+- ``permuted``: three or more values of a row (or column) copied in another order;
 - ``other_row`` / ``other_column``: the value is the source's value for another row (column);
 - ``header``: a column's numbers match one source column while its header names another;
 - ``different``: none of these.
@@ -14,7 +20,8 @@ alignment) but whose value does not agree with it. It is classified by what most
 
 from __future__ import annotations
 
-from collections import Counter
+import re
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -39,6 +46,9 @@ class DiscrepancyKind(StrEnum):
     ROUNDING = "rounding"
     SCALE = "scale"
     DIGIT = "digit"
+    TRANSPOSITION = "transposition"
+    ROW_SWAP = "row_swap"
+    COLUMN_SWAP = "column_swap"
     PERMUTED = "permuted"
     OTHER_ROW = "other_row"
     OTHER_COLUMN = "other_column"
@@ -148,23 +158,266 @@ class Report:
         }
 
 
+MIN_TIES = 2
+"""Agreeing result cells (:func:`is_result`) a target row needs before its other cells are judged:
+one shared value (an input size, a small count, a baseline number two papers both report) ties
+rows that are not copies of each other."""
+
+STRONG_TIES = 3
+"""Agreeing result cells that tie a row even when its label names the method differently from the
+source's (author names against method names: "Reed et al." / "Bootstrap"); a label that adds a
+component ("X+Y" against "X") still keeps the rows apart."""
+
+_MARK = re.compile(r"\\ddagger|\\dagger|\\ast|\\star|\\#|[†‡*∗⋆§¶#]")
+_MARK_NAMES = {"\\dagger": "†", "\\ddagger": "‡", "\\ast": "*", "∗": "*", "\\star": "*", "⋆": "*", "\\#": "#"}
+# words saying a result was produced by the citing paper itself (its method, its runs of others')
+_OWN_WORDS = re.compile(
+    r"\bours?\b|\bproposed\b|\bthis (?:work|paper)\b|reproduc|re-?implement|\bimplement(?:ed|ation)\b|"
+    r"\bre-?(?:run|train|test|evaluat)|\bby us\b|\bourselves\b|\bwe\b",
+    re.IGNORECASE,
+)
+# ... unless the words attribute the run to a cited work ("re-implemented by [31]"): then it is a copy
+_BY_OTHERS = re.compile(r"\bby\s+(?:\[|\\cite|[A-Z][\w.-]*(?:\s+et\s+al\.?)?\s*[\[(])")
+_MARKED_WITH = re.compile(
+    r"\b(?:marked|denoted|indicated|shown|labell?ed)\s+(?:with|by|as|in)\s*$", re.IGNORECASE
+)
+_COMPONENT = re.compile(r"\s*(?:\+|\bw/o?|\bwith(?:out)?\b)\s*", re.IGNORECASE)
+
+
+def _marks(text: str) -> set[str]:
+    """The footnote marks written in ``text`` (``\\dagger`` and ``†`` are one mark)."""
+    return {_MARK_NAMES.get(m.group(), m.group()) for m in _MARK.finditer(text)}
+
+
+def own_marks(legend: str) -> set[str]:
+    """The marks that a caption or legend explains as the citing paper's own results, reproductions
+    or re-implementations ("* means re-implemented", "†: our implementation", "results we re-ran are
+    marked with ‡"); not those attributing a run to a cited work ("‡: re-implemented by [31]")."""
+    found = set()
+    matches = list(_MARK.finditer(legend))
+    for k, match in enumerate(matches):
+        end = matches[k + 1].start() if k + 1 < len(matches) else len(legend)
+        after = legend[match.end() : min(end, match.end() + 150)]
+        after = re.split(r"(?<=[a-z0-9\])])\.\s", after)[0]
+        before = re.split(r"[.;:]", legend[max(0, match.start() - 100) : match.start()])[-1]
+        explained = before + " " + after if _MARKED_WITH.search(before) else after
+        if _OWN_WORDS.search(explained) and not _BY_OTHERS.search(explained):
+            found.add(_MARK_NAMES.get(match.group(), match.group()))
+    return found
+
+
+def _legend(target: Grid) -> str:
+    """The caption and the grid's text-only rows (notes under a table: "* denotes ...")."""
+    notes = [
+        target.text(i, 0)
+        for i in range(target.header_row_count, target.n_rows)
+        if not any((i, j) in target.measurements for j in range(target.n_columns))
+        and len({target.text(i, j) for j in range(target.n_columns)} - {""}) == 1
+    ]
+    return " ".join([target.caption, *notes])
+
+
+def own_rows(target: Grid) -> tuple[set[int], set[Position]]:
+    """The rows (and the single cells) the target marks as its own results, reproductions or
+    re-implementations, which are therefore not copies: rows labelled so ("Ours", "DCD (ours)",
+    "X (reproduced)"), rows under a section row labelled so ("Our implementation"), and rows or cells
+    carrying a mark the caption or legend explains so (:func:`own_marks`)."""
+    marks = own_marks(_legend(target))
+    rows: set[int] = set()
+    cells: set[Position] = set()
+    section_is_own = False
+    for i in range(target.header_row_count, target.n_rows):
+        texts = {target.text(i, j) for j in range(target.n_columns)} - {""}
+        numbers = any((i, j) in target.measurements for j in range(target.n_columns))
+        if not numbers and len(texts) == 1:  # a section row: it names the rows below it
+            section_is_own = bool(_OWN_WORDS.search(texts.pop()))
+            continue
+        label = target.row_label(i)
+        if section_is_own or _OWN_WORDS.search(label) or _marks(label) & marks:
+            rows.add(i)
+        elif marks:
+            cells.update(
+                (i, j)
+                for j in range(target.n_columns)
+                if (i, j) in target.measurements and _marks(target.text(i, j)) & marks
+            )
+    return rows, cells
+
+
+def is_result(m: Measurement) -> bool:
+    """A number that can tie two rows: written with decimals, a suffix (25.6M) or at least three
+    digits; a small whole number (an epoch count, a rank, a layer count) is shared by chance."""
+    return m.decimals > 0 or m.suffix is not None or abs(m.value) >= 100
+
+
+def added_components_differ(a: str, b: str) -> bool:
+    """True when two labels name one base with different added components: "X+Y" / "X", "X w/ Z" /
+    "X" (the additions' words compared; a lone letter such as "P+L" adds nothing checkable)."""
+    base_a, *added_a = _COMPONENT.split(a)
+    base_b, *added_b = _COMPONENT.split(b)
+    if not same_name(base_a, base_b):
+        return False
+    return label_words(" ".join(added_a)) != label_words(" ".join(added_b))
+
+
+def same_method(target_label: str, source_label: str) -> bool | None:
+    """Whether two row labels name the same method: True when they name the same thing
+    (:func:`~tabverify.crosscheck.cells.same_name`) or the words of one are all in the other (a
+    source label that also holds its backbone and detector columns), False when they do not or add
+    different components to one base; None when that cannot be told: a label without words (also a
+    source's "Ours", which the citing paper names by the method's name)."""
+    x, y = label_words(target_label), label_words(source_label)
+    if not x or not y:
+        return None
+    if added_components_differ(target_label, source_label):
+        return False
+    return same_name(target_label, source_label) or x <= y or y <= x
+
+
+def _same_row(target_label: str, source_label: str, ties: int) -> bool:
+    """A target row tied by ``ties`` agreeing result cells is the source row when the tie reaches
+    :data:`MIN_TIES` and the labels name the same method; when the labels cannot tell, or name it
+    differently without adding components, the tie must be strong (:data:`STRONG_TIES`)."""
+    if ties < MIN_TIES:
+        return False
+    same = same_method(target_label, source_label)
+    if same:
+        return True
+    return ties >= STRONG_TIES and not added_components_differ(target_label, source_label)
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """``short`` (three letters at least) is ``long`` shortened: its letters in order, the first the
+    same ("Acc" / "Accuracy", "Cop" / "Completeness")."""
+    if len(short) < 3 or len(short) > len(long) or short[0] != long[0]:
+        return False
+    rest = iter(long[1:])
+    return all(ch in rest for ch in short[1:])
+
+
+def _squashed(label: str) -> str:
+    return "".join(ch for ch in label.lower() if ch.isalnum())
+
+
+def _headers_agree(target_label: str, source_label: str) -> bool:
+    """Column headers that share a word, name the same thing, abbreviate one another ("Acc." /
+    "Accuracy", "F_{ps}" / "Fps"), or of which one says nothing."""
+    x, y = label_words(target_label), label_words(source_label)
+    if not x or not y or x & y or same_name(target_label, source_label):
+        return True
+    if any(_abbreviates(a, b) or _abbreviates(b, a) for a in x for b in y):
+        return True
+    squashed = _squashed(target_label), _squashed(source_label)
+    return squashed[0] in squashed[1] or squashed[1] in squashed[0]
+
+
+def _source_label(source: Grid, line: int, axis: int, transposed: bool) -> str:
+    """The label of source line ``line`` that a target row (axis 0) or column (axis 1) corresponds to."""
+    return source.row_label(line) if (axis == 0) != transposed else source.column_label(line)
+
+
+def _target_position(alignment: Alignment, s: Position) -> Position | None:
+    """The target position that corresponds to source position ``s``, or None."""
+    rows = {v: k for k, v in alignment.rows.items()}
+    columns = {v: k for k, v in alignment.columns.items()}
+    row_line, column_line = (s[1], s[0]) if alignment.transposed else s
+    if row_line not in rows or column_line not in columns:
+        return None
+    return rows[row_line], columns[column_line]
+
+
+def _scale_slips(alignment: Alignment) -> set[CellPair]:
+    """Pairs agreeing only through the percent/fraction factor of 100 in a target column (a row, for a
+    transposed copy) whose other pairs - at least :data:`MIN_TIES` - agree without it: a unit is
+    changed for a whole column, so one such cell is a slip (45.67 copied as 0.4567)."""
+    line = 1 if not alignment.transposed else 0
+    by_line: dict[int, list[CellPair]] = defaultdict(list)
+    for pair in alignment.pairs:
+        by_line[pair.target[line]].append(pair)
+    slips = set()
+    for pairs in by_line.values():
+        scaled = [p for p in pairs if p.agreement is Agreement.SCALED]
+        if len(scaled) == 1 and len(pairs) - 1 >= MIN_TIES:
+            slips.add(scaled[0])
+    return slips
+
+
+def _ties(target: Grid, alignment: Alignment, own_cells: set[Position]) -> Counter[int]:
+    """Per target row, its agreeing result cells (:func:`is_result`; scale slips and own cells not
+    counted)."""
+    slips = _scale_slips(alignment)
+    numbers = target.data_measurements
+    return Counter(
+        p.target[0]
+        for p in alignment.pairs
+        if p not in slips and p.target not in own_cells and is_result(numbers[p.target])
+    )
+
+
+def _mostly_copied(found: list[Discrepancy], ties: Counter[int]) -> list[Discrepancy]:
+    """The discrepancies of rows that disagree in fewer cells than they agree: a copy with slips.
+    A row disagreeing as often as it agrees holds another experiment (another version of the
+    source, another setting) sharing some values, not a miscopied one. Values the source holds
+    elsewhere in the same row or column (swaps, misplaced values) are its own, so they do not
+    count against the row."""
+    wrong = Counter(d.target[0] for d in found if d.found_at is None)
+    return [d for d in found if wrong[d.target[0]] < ties[d.target[0]]]
+
+
+def judged_cells(
+    target: Grid, source: Grid, alignment: Alignment
+) -> tuple[set[int], set[int], set[Position]]:
+    """The target rows and columns whose cells are judged, and the cells left out (own marks).
+
+    A row is judged when it is tied to its source row by at least :data:`MIN_TIES` agreeing result
+    cells, is not one the target marks as its own (:func:`own_rows`) and names the same method
+    (:func:`_same_row`); a column when its header agrees with the source column's
+    (:func:`_headers_agree`)."""
+    own, own_cells = own_rows(target)
+    ties = _ties(target, alignment, own_cells)
+    rows = {
+        row
+        for row, n in ties.items()
+        if row not in own
+        and _same_row(
+            target.row_label(row), _source_label(source, alignment.rows[row], 0, alignment.transposed), n
+        )
+    }
+    columns = {
+        column
+        for column, line in alignment.columns.items()
+        if _headers_agree(target.column_label(column), _source_label(source, line, 1, alignment.transposed))
+    }
+    return rows, columns, own_cells
+
+
 def _digits(m: Measurement) -> str:
-    return "".join(ch for ch in format(m.value, "f") if ch.isdigit())
+    return "".join(ch for ch in format(abs(m.value), "f") if ch.isdigit())
+
+
+def _changed_digits(a: Measurement, b: Measurement) -> list[int] | None:
+    """The places where the digits of two numbers written alike (same length, same precision) differ."""
+    x, y = _digits(a), _digits(b)
+    if len(x) != len(y) or a.exponent != b.exponent:
+        return None
+    return [i for i in range(len(x)) if x[i] != y[i]]
+
+
+def _transposition(a: Measurement, b: Measurement) -> bool:
+    changed = _changed_digits(a, b)
+    if changed is None or len(changed) != 2 or changed[1] != changed[0] + 1:
+        return False
+    x, y, i = _digits(a), _digits(b), changed[0]
+    return x[i] == y[i + 1] and x[i + 1] == y[i]
 
 
 def _digit_slip(a: Measurement, b: Measurement) -> bool:
-    x, y = _digits(a), _digits(b)
-    if len(x) != len(y) or a.exponent != b.exponent:
-        return False
-    different = [i for i in range(len(x)) if x[i] != y[i]]
-    if len(different) == 1:
-        return True
-    i = different[0] if len(different) == 2 else -1
-    return len(different) == 2 and different[1] == i + 1 and x[i] == y[i + 1] and x[i + 1] == y[i]
+    changed = _changed_digits(a, b)
+    return changed is not None and len(changed) == 1
 
 
 def _scale_slip(a: Measurement, b: Measurement) -> int | None:
-    for power in (1, -1, 3, -3):
+    for power in (1, -1, 2, -2, 3, -3):
         factor = Decimal(10) ** power
         scaled = Measurement(b.text, b.value * factor)
         if compare(a, scaled, scale=False) is not Agreement.DIFFERENT:
@@ -180,12 +433,14 @@ def _rounding_slip(a: Measurement, b: Measurement) -> bool:
     return abs(a.value - b.value) <= unit
 
 
-def _found(m: Measurement, source: Grid, positions: Sequence[Position]) -> Position | None:
+def _found(m: Measurement, source: Grid, positions: Sequence[Position]) -> list[Position]:
+    """The positions among ``positions`` where the source holds a value agreeing with ``m``."""
+    found = []
     for position in positions:
         other = source.data_measurements.get(position)
         if other is not None and not other.multi and compare(m, other) is not Agreement.DIFFERENT:
-            return position
-    return None
+            found.append(position)
+    return found
 
 
 def _line(grid: Grid, position: Position, axis: int) -> str:
@@ -196,112 +451,113 @@ def _line(grid: Grid, position: Position, axis: int) -> str:
     return f"in '{label}' ({where})" if label else f"in the {where}"
 
 
+def _swap(
+    target: Grid, source: Grid, alignment: Alignment, t: Position, s: Position, found_at: Position
+) -> DiscrepancyKind | None:
+    """ROW_SWAP (COLUMN_SWAP) when the target cell that corresponds to ``found_at`` - where the source
+    holds this cell's value - holds this cell's source value: two values exchanged, whether or not
+    the other cell is judged itself."""
+    other = _target_position(alignment, found_at)
+    here = target.data_measurements.get(other) if other is not None and other != t else None
+    if other is None or here is None or here.multi:
+        return None
+    if compare(here, source.data_measurements[s]) is Agreement.DIFFERENT:
+        return None
+    return DiscrepancyKind.ROW_SWAP if other[1] == t[1] else DiscrepancyKind.COLUMN_SWAP
+
+
 def _classify(
     target: Grid, source: Grid, alignment: Alignment, t: Position, s: Position
 ) -> tuple[DiscrepancyKind, str, Position | None]:
     tm, sm = target.data_measurements[t], source.data_measurements[s]
     t_text, s_text = target.text(*t), source.text(*s)
-    same_row = [(s[0], j) for j in range(source.n_columns) if j != s[1]]
-    same_column = [(i, s[1]) for i in range(source.n_rows) if i != s[0]]
-    in_row, in_column = _found(tm, source, same_row), _found(tm, source, same_column)
-    if in_row is not None:
+    same_row = _found(tm, source, [(s[0], j) for j in range(source.n_columns) if j != s[1]])
+    same_column = _found(tm, source, [(i, s[1]) for i in range(source.n_rows) if i != s[0]])
+    for found_at in [*same_row, *same_column]:
+        swap = _swap(target, source, alignment, t, s, found_at)
+        if swap is not None:
+            lines = "rows" if swap is DiscrepancyKind.ROW_SWAP else "columns"
+            axis = 1 if found_at[0] == s[0] else 0
+            return (
+                swap,
+                f"{t_text} is the source's value {_line(source, found_at, axis)} and {s_text}, this cell's "
+                f"source value, sits in that place of the target: the two {lines} were swapped",
+                found_at,
+            )
+    for found, axis, kind in (
+        (same_row, 1, DiscrepancyKind.OTHER_COLUMN),
+        (same_column, 0, DiscrepancyKind.OTHER_ROW),
+    ):
+        if found:
+            where = "row" if axis == 1 else "column"
+            return (
+                kind,
+                f"{t_text} is the source's value {_line(source, found[0], axis)} of the same {where}, "
+                f"not {_line(source, s, axis)} ({s_text})",
+                found[0],
+            )
+    if _transposition(tm, sm):
         return (
-            DiscrepancyKind.OTHER_COLUMN,
-            f"{t_text} is the source's value {_line(source, in_row, 1)} of the same row, "
-            f"not {_line(source, s, 1)} ({s_text})",
-            in_row,
+            DiscrepancyKind.TRANSPOSITION,
+            f"{t_text} is {s_text} with two neighbouring digits swapped",
+            None,
         )
-    if in_column is not None:
-        return (
-            DiscrepancyKind.OTHER_ROW,
-            f"{t_text} is the source's value {_line(source, in_column, 0)} of the same column, "
-            f"not {_line(source, s, 0)} ({s_text})",
-            in_column,
-        )
+    if _digit_slip(tm, sm):
+        return DiscrepancyKind.DIGIT, f"{t_text} is {s_text} with one digit changed", None
     power = _scale_slip(tm, sm)
     if power is not None:
         return DiscrepancyKind.SCALE, f"{t_text} is {s_text} times 10^{power}", None
     if _rounding_slip(tm, sm):
         return DiscrepancyKind.ROUNDING, f"{t_text} is not {s_text} correctly rounded", None
-    if _digit_slip(tm, sm):
-        return DiscrepancyKind.DIGIT, f"{t_text} differs from {s_text} by a typo-like digit change", None
     return DiscrepancyKind.DIFFERENT, f"{t_text} differs from the source's {s_text}", None
-
-
-def _source_label(source: Grid, position: Position, axis: int, transposed: bool) -> str:
-    """The label of the source line a target row (axis 0) or column (axis 1) corresponds to."""
-    if (axis == 0) != transposed:
-        return source.row_label(position[0])
-    return source.column_label(position[1])
-
-
-def _rows_with_same_meaning(target: Grid, source: Grid, alignment: Alignment) -> set[int]:
-    """Target rows named like the source line they correspond to (a source row, or for a transposed
-    copy a source column) that hold an agreeing pair. (Rows whose only number is miscopied are not
-    checked: on the arXiVeri pairs, same-named rows without an agreeing value are mostly other
-    experiments - re-runs, other settings - not copying errors.)"""
-    return {
-        pair.target[0]
-        for pair in alignment.pairs
-        if same_name(
-            target.row_label(pair.target[0]), _source_label(source, pair.source, 0, alignment.transposed)
-        )
-    }
-
-
-def _columns_with_same_meaning(target: Grid, source: Grid, alignment: Alignment) -> set[int]:
-    """Target columns with an agreeing pair under a header sharing a word with the label of the source
-    line they correspond to, or with three agreeing pairs (notations differ: "E_m" / "E_xi")."""
-    counts = Counter(p.target[1] for p in alignment.pairs)
-    columns = {c for c, n in counts.items() if n >= 3}
-    for pair in alignment.pairs:
-        source_label = _source_label(source, pair.source, 1, alignment.transposed)
-        if label_words(target.column_label(pair.target[1])) & label_words(source_label):
-            columns.add(pair.target[1])
-    return columns
 
 
 def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list[Discrepancy]:
     """Target numbers in corresponding rows and columns whose value disagrees with the source.
 
-    A cell is checked only when its meaning is established: its row holds an agreeing pair and is
-    named like the source row it corresponds to, and its column holds an agreeing pair under a
-    header sharing a word with the source's (or three agreeing pairs). Values that merely coincide
-    with another table's therefore raise no alarms; nor do a plain value and a signed change
-    ("4.20" / "+13.76").
+    Only cells of judged rows and columns are checked (:func:`judged_cells`): a row tied to its source
+    row by at least two agreeing result cells, named like it, not marked as the target's own; a
+    column whose header agrees. A number agreeing only through the factor 100 where the rest of its
+    column agrees without it is a scale slip. Values that merely coincide with another table's
+    therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
     """
-    paired = {p.target for p in alignment.pairs}
-    used_sources = {p.source for p in alignment.pairs}
-    rows = _rows_with_same_meaning(target, source, alignment)
-    columns = _columns_with_same_meaning(target, source, alignment)
+    rows, columns, own_cells = judged_cells(target, source, alignment)
+    ties = _ties(target, alignment, own_cells)
+    slips = _scale_slips(alignment)
+    slip_targets = {p.target for p in slips}
+    paired = {p.target for p in alignment.pairs} - slip_targets
+    used_sources = {p.source for p in alignment.pairs if p not in slips}
     found: list[Discrepancy] = []
     for t, m in sorted(target.data_measurements.items()):
-        if t in paired or m.multi or t[0] not in rows or t[1] not in columns:
+        if t in paired or t in own_cells or m.multi or t[0] not in rows or t[1] not in columns:
             continue
         s = alignment.source_position(t)
         if s is None or s in used_sources:
             continue
         other = source.data_measurements.get(s)
-        if (
-            other is None
-            or other.multi
-            or other.signed != m.signed
-            or compare(m, other) is not Agreement.DIFFERENT
-        ):
+        if other is None or other.multi or other.signed != m.signed:
+            continue
+        if t not in slip_targets and compare(m, other) is not Agreement.DIFFERENT:
             continue
         kind, evidence, where = _classify(target, source, alignment, t, s)
         found.append(Discrepancy(t, s, target.text(*t), source.text(*s), kind, evidence, where))
+    found = _mostly_copied(found, ties)
     found = _mark_permutations(found)
     found.extend(_header_swaps(target, source, alignment))
     return found
 
 
 def _mark_permutations(found: list[Discrepancy]) -> list[Discrepancy]:
-    """Two or more misplaced values whose places are each other's: the order was permuted."""
+    """Three or more misplaced values whose places are each other's in a cycle: the order was
+    permuted (two values exchanged are a swap, classified already)."""
     misplaced = {d.source: d for d in found if d.found_at is not None}
     result = []
     for d in found:
-        if d.found_at is not None and d.found_at in misplaced and misplaced[d.found_at].found_at is not None:
+        if (
+            d.kind in (DiscrepancyKind.OTHER_ROW, DiscrepancyKind.OTHER_COLUMN)
+            and d.found_at in misplaced
+            and misplaced[d.found_at].found_at is not None
+        ):
             axis = "columns" if d.kind is DiscrepancyKind.OTHER_COLUMN else "rows"
             result.append(
                 Discrepancy(
