@@ -365,3 +365,45 @@ def test_the_sql_fallback_reads_decades_as_memory_does(
         assert _agree(memory, sql), (program, memory, sql)
     # 1945 and 1940 (1949.5 is no year); the dates of 1941, 1947 and 1949
     assert results[DECADE_PROGRAMS[0]][0] == 2.0 and results[DECADE_PROGRAMS[3]][0] == 3.0
+
+
+INFLECTION_HEADER = ["member", "result", "team"]
+INFLECTION_ROWS = [
+    ["henson moore", "retired to run for senate", "americas 1"],
+    ["bob livingston", "re - elected", "americas 2"],
+    ["lindy boggs", "retire", "europe 1"],
+    ["billy tauzin", "cats", "america"],
+]
+INFLECTION_PROGRAMS = [
+    "count{filter_eq{all_rows; result; retire}}",  # the exact cell is preferred
+    "count{filter_eq{all_rows; team; americas}}",
+    "count{filter_eq{all_rows; result; senat}}",  # "senate" is no ending of "senat"
+    "count{filter_eq{all_rows; result; cat}}",  # 3 letters: never inflected
+    "count{filter_not_eq{all_rows; team; europe}}",
+    "eq{hop{filter_eq{all_rows; member; henson moore}; result}; retire}",
+    "eq{hop{filter_eq{all_rows; member; henson moore}; result}; retired to run}",
+    "eq{hop{filter_eq{all_rows; member; henson moore}; team}; america}",
+    "eq{most_freq{all_rows; team}; america}",  # a text, not a cell: no inflection
+]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+@pytest.mark.parametrize("max_pairs", [0, 50_000])
+def test_the_sql_executor_reads_inflected_words_as_memory_does(
+    engine: str, max_pairs: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MAX_PAIRS 0: the SQL expression decides (a large database column); else the pair table
+    from tabverify.program.sql import compiler
+
+    monkeypatch.setattr(compiler, "MAX_PAIRS", max_pairs)
+    table = Table.from_rows(INFLECTION_HEADER, INFLECTION_ROWS)
+    sql_table = prepare_table(table, tmp_path / f"inflection.{engine}", engine)
+    db = connect(tmp_path / f"inflection.{engine}")
+    try:
+        results = {p: _run_both(p, table, db, sql_table) for p in INFLECTION_PROGRAMS}
+    finally:
+        db.close()
+    for program, (memory, sql) in results.items():
+        assert _agree(memory, sql), (program, memory, sql)
+    assert [results[p][0] for p in INFLECTION_PROGRAMS[:5]] == [1.0, 2.0, 0.0, 0.0, 3.0]
+    assert [results[p][0] for p in INFLECTION_PROGRAMS[5:]] == [True, True, True, False]

@@ -214,6 +214,28 @@ def text_match(left: str, right: str) -> bool:
     return _one_typo(a, b) and (literal_quantity(left) is None or literal_quantity(right) is None)
 
 
+INFLECTIONS = ("s", "es", "d", "ed")
+"""Endings a word written in a program may take in a cell ("retire" / "retired", "america" /
+"americas"): plural and past forms."""
+
+
+@lru_cache(maxsize=200_000)
+def inflected_forms(literal: str) -> tuple[str, ...]:
+    """The normalised literal with its last word inflected (:data:`INFLECTIONS`), when that word
+    is made of 4+ letters; else no form. A cell holding one of them as whole words names the
+    literal's thing (:func:`values_match`)."""
+    words = normalize_text(literal).split()
+    if not words or len(words[-1]) < 4 or not words[-1].isalpha():
+        return ()
+    return tuple(" ".join([*words[:-1], words[-1] + ending]) for ending in INFLECTIONS)
+
+
+def _inflected_in(cell: str, literal: str) -> bool:
+    """Does the cell hold the literal with its last word inflected, as whole words."""
+    haystack = normalize_text(cell)
+    return any(_contains(haystack, form) for form in inflected_forms(literal))
+
+
 def _one_typo(a: str, b: str) -> bool:
     """At most one inserted, deleted or replaced character, for texts of 8+ characters
     (misspelt names in statements: "scuderi sant ambroeus").
@@ -295,13 +317,20 @@ def numbers_equal(left: Quantity, right: Quantity) -> bool:
 
 
 def values_match(left: object, right: object) -> bool:
-    """Equality as the eq / filter_eq functions see it: same text, or same number or date."""
+    """Equality as the eq / filter_eq functions see it: same text (a cell may hold a word of a
+    program's literal inflected, see :func:`inflected_forms`), or same number or date."""
     if isinstance(left, bool) or isinstance(right, bool):
         return left == right
     left_is_text = isinstance(left, (Cell, str))
     right_is_text = isinstance(right, (Cell, str))
-    if left_is_text and right_is_text and text_match(text_of(left), text_of(right)):
-        return True
+    if left_is_text and right_is_text:
+        if text_match(text_of(left), text_of(right)):
+            return True
+        # a word the program writes may stand in the cell inflected ("retire" for "retired")
+        if isinstance(left, Cell) and isinstance(right, str) and _inflected_in(left.text, right):
+            return True
+        if isinstance(right, Cell) and isinstance(left, str) and _inflected_in(right.text, left):
+            return True
     ql, qr = quantity_of(left), quantity_of(right)
     if ql is None or qr is None:
         return False

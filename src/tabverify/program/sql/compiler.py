@@ -30,6 +30,7 @@ from tabverify.program.sql.expr import M, Q
 from tabverify.program.sql.table import FIELDS, SqlTable, column_name, native_kind, summary_labels
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
 from tabverify.program.values import (
+    inflected_forms,
     literal_quantity,
     normalize_text,
     text_match,
@@ -312,6 +313,11 @@ class Compiler:
             return shortcut
         texty = a.type in ("const", "cell", "text") and b.type in ("const", "cell", "text")
         text = x.and_(texty, self._text_match_sql(a, b)) if texty else False
+        for literal, cell in ((a, b), (b, a)):
+            if literal.type == "const" and cell.type == "cell":
+                # values_match's inflection rule: the cell holds the literal's last word inflected
+                forms = inflected_forms(str(literal.py))
+                text = x.or_(text, *(_contains(self.norm(cell), form) for form in forms))
         qa, qb = self.quantity(a), self.quantity(b)
         for literal, other, q in ((a, b, qb), (b, a, qa)):
             start = _decade_start(literal) if other.type in ("cell", "text") else None
