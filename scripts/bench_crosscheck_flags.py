@@ -5,7 +5,7 @@
 
 (a) Injected-error recall. The gold cell pairs whose values are equal as written (``45.67`` /
 ``45.67``) are correct copies. Into a copy of the TARGET grid, errors are injected into such cells and
-the crosscheck is run against the gold source table (``min_support=0``: the table is given). A cell
+the crosscheck is run against the gold source table (``model=None``: the table is given). A cell
 counts as found when a discrepancy names its position, and as labelled right when the discrepancy's
 kind is the one injected. Kinds (each run injects one kind into at most three cells that share no
 row and no column):
@@ -238,7 +238,7 @@ def injected_recall(pairs: Iterable[Pair], seed: int) -> dict[str, object]:
             runs, skipped = injections(pair, kind, seed)
             stats[kind]["skipped"] += skipped
             for texts in runs:
-                report = crosscheck(with_texts(pair.target, texts), [source], min_support=0.0)
+                report = crosscheck(with_texts(pair.target, texts), [source], model=None)
                 flags = {d.target: d for d in report.discrepancies}
                 for position, text in texts.items():
                     stats[kind]["injected"] += 1
@@ -320,7 +320,7 @@ def clean_flags(pairs: Sequence[Pair]) -> dict[str, object]:
     for pair in pairs:
         flags.extend(_flag_records(pair, crosscheck(pair.target, pair.candidates), "predicted"))
         if pair.gold_index is not None:
-            gold = crosscheck(pair.target, [pair.candidates[pair.gold_index]], min_support=0.0)
+            gold = crosscheck(pair.target, [pair.candidates[pair.gold_index]], model=None)
             for record in _flag_records(pair, gold, "gold"):
                 record["source_table"] = pair.gold_index + 1
                 flags.append(record)

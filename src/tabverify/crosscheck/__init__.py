@@ -7,9 +7,16 @@ expanded grid, header rows included.
 
 from tabverify.crosscheck.cells import Alignment, CellPair, align, check_workload, match_cells
 from tabverify.crosscheck.report import Discrepancy, DiscrepancyKind, Report, as_grids, crosscheck
-from tabverify.crosscheck.tables import MAX_ALIGNED_TABLES, MIN_SUPPORT, Candidate, match_table, rank_tables
+from tabverify.crosscheck.tables import (
+    DEFAULT_MODEL,
+    MAX_ALIGNED_TABLES,
+    Candidate,
+    MatchModel,
+    match_table,
+    rank_tables,
+)
 
 __all__ = [
-    "MAX_ALIGNED_TABLES", "MIN_SUPPORT", "Alignment", "Candidate", "CellPair", "Discrepancy", "DiscrepancyKind", "Report",
+    "DEFAULT_MODEL", "MAX_ALIGNED_TABLES", "Alignment", "MatchModel", "Candidate", "CellPair", "Discrepancy", "DiscrepancyKind", "Report",
     "align", "as_grids", "check_workload", "crosscheck", "match_cells", "match_table", "rank_tables",
 ]  # fmt: skip

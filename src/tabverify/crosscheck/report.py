@@ -29,7 +29,15 @@ from enum import StrEnum
 from pathlib import Path
 
 from tabverify.crosscheck.cells import Alignment, CellPair, check_numbers, label_words, same_name
-from tabverify.crosscheck.tables import MAX_ALIGNED_TABLES, MIN_SUPPORT, Candidate, rank_tables, shortlist
+from tabverify.crosscheck.tables import (
+    DEFAULT_MODEL,
+    MAX_ALIGNED_TABLES,
+    Candidate,
+    MatchModel,
+    choose,
+    rank_tables,
+    shortlist,
+)
 from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
 from tabverify.table.grid import Grid
@@ -636,7 +644,7 @@ def as_grids(value: TableLike | Sequence[TableLike]) -> list[Grid]:
 def crosscheck(
     target: TableLike,
     sources: TableLike | Sequence[TableLike],
-    min_support: float = MIN_SUPPORT,
+    model: MatchModel | None = DEFAULT_MODEL,
     max_aligned: int = MAX_ALIGNED_TABLES,
 ) -> Report:
     """Find which source table the target's numbers come from, pair the cells, list the wrong copies.
@@ -645,7 +653,9 @@ def crosscheck(
         target: the table that quotes numbers: a :class:`Grid`, a :class:`Table`, or a document path
             (its first table is used; see :func:`tabverify.table.read_tables`).
         sources: the cited source's tables: grids, tables, or document paths (all their tables).
-        min_support: evidence below which no source table is chosen (default: the calibrated value).
+        model: the "no match" decision (:class:`~tabverify.crosscheck.tables.MatchModel`; default:
+            the one fitted on the arXiVeri development pairs). None takes the best-ranked source
+            table whatever its evidence, for when the source table is known.
         max_aligned: the most source tables aligned in full; beyond, those holding the most of the
             target's numbers are, and ``report.warnings`` says so (see
             :func:`tabverify.crosscheck.tables.shortlist`).
@@ -666,9 +676,13 @@ def crosscheck(
     for number, source in enumerate(sources, start=1):
         check_numbers(source, f"source table {number}")
     indices, note = shortlist(target, sources, max_aligned)
-    ranking = rank_tables(target, sources, indices)
+    factor = model.unlabelled_factor if model is not None else DEFAULT_MODEL.unlabelled_factor
+    ranking = rank_tables(target, sources, indices, factor)
     warnings = (note,) if note else ()
-    best = ranking[0] if ranking and ranking[0].support >= min_support else None
+    if model is None:
+        best = ranking[0] if ranking and ranking[0].alignment.pairs else None
+    else:
+        best = choose(target, ranking, model)
     if best is None:
         return Report(target, sources, None, tuple(ranking), (), (), warnings)
     source = sources[best.index]

@@ -43,10 +43,6 @@ from tabverify.crosscheck.cells import (
 from tabverify.table.grid import Grid
 from tabverify.table.scientific import clean_latex
 
-MIN_SUPPORT = 2.0
-"""The support floor of callers that decide "no match" by support alone (the rule before
-:class:`MatchModel`; kept for them). :func:`match_table` decides with :data:`DEFAULT_MODEL`."""
-
 SPECIFIC_DIGITS = 3
 """Values written with at least this many significant digits are specific evidence (set a priori,
 not fitted): two unrelated cells rarely agree on "40.6", often on "100", "12" or "0.5"."""
