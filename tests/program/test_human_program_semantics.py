@@ -10,7 +10,7 @@ from tabverify.database import connect
 from tabverify.errors import ProgramExecutionError
 from tabverify.program import execute, parse_program
 from tabverify.program.sql import prepare_table, run_program
-from tabverify.program.values import normalize_text, values_match
+from tabverify.program.values import _space_grouped, loose_quantity, normalize_text, values_match
 from tabverify.table import Table
 from tabverify.table.readers import read_tabfact_csv
 
@@ -171,3 +171,28 @@ def test_a_sign_stays_with_its_number() -> None:
     assert normalize_text("+ 2") == "+2" and normalize_text("- 2") == "-2" == normalize_text("\u2212 2")
     assert normalize_text("2 - 1") == "2 1"  # a score keeps its reading
     assert not values_match("+ 2", "- 2") and values_match("+ 2", "2") and values_match("- 2", "-2")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 630", 1630.0),
+        ("- 1 630", -1630.0),
+        ("\u22121 630", -1630.0),
+        ("1 630.5", 1630.5),
+        ("2 009 411", 2009411.0),
+        ("0 100", None),  # a leading zero group: two numbers, not one
+        ("12 34", None),
+        ("1" + " 000" * 120, None),  # more groups than a value needs: never a float overflow
+    ],
+)
+def test_space_grouped_numbers_are_read_whole_and_bounded(text: str, expected: float | None) -> None:
+    q = _space_grouped(text)
+    assert (q.value if q is not None else None) == expected
+
+
+def test_a_date_in_text_is_read_only_when_it_comes_first() -> None:
+    assert loose_quantity("Died October 28 , 1948").kind == "date"  # case does not matter
+    assert loose_quantity("died october 28 , 1948").value == 19481028
+    first_number = loose_quantity("18 points , may 3 , 2001")
+    assert first_number.kind == "number" and first_number.value == 18

@@ -68,3 +68,21 @@ def test_longest_match_wins_over_shorter_overlapping_cells() -> None:
     # "new york city" names a whole cell; "new york" and "york" inside it are not linked again
     assert ("new york city", "new york city") in spans
     assert all(text == "new york city" for text, _ in spans)
+
+
+@pytest.mark.parametrize(
+    ("statement", "literal"), [("x finished at - 2", "- 2"), ("y finished at + 2", "+ 2")]
+)
+def test_a_written_sign_picks_the_cell_it_names(statement: str, literal: str) -> None:
+    # "+ 2" and "- 2" share the word "2"; the literal must carry the statement's sign, not the
+    # first row's, or a true statement is checked against the other value
+    golf = Table.from_rows(["player", "to par"], [["y", "+ 2"], ["x", "- 2"], ["z", "3 - 2"]])
+    par = [c for c in link(statement, golf).cells if c.column == 1]
+    assert par and par[0].literal == literal
+    assert [ref.row for ref in par[0].cells] == [0 if literal == "+ 2" else 1]
+
+
+def test_a_dash_between_numbers_is_no_sign() -> None:
+    golf = Table.from_rows(["player", "to par"], [["y", "+ 2"], ["x", "- 2"]])
+    par = [c for c in link("the score was 3 - 2", golf).cells if c.column == 1]
+    assert par and len(par[0].cells) == 2  # no sign read: both cells stay candidates

@@ -71,20 +71,22 @@ _LOOSE_NUMBER_RE = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(
 
 _MONTH = "(?:" + "|".join(max((m for m in MONTHS if MONTHS[m] == n), key=len) for n in range(1, 13)) + ")"
 """A month written in full ("may", "september"), not abbreviated."""
-_EMBEDDED_DATE_RE = re.compile(rf"\b(?:{_MONTH} \d{{1,2}} , \d{{4}}|\d{{1,2}} {_MONTH} \d{{4}})\b")
+_EMBEDDED_DATE_RE = re.compile(
+    rf"\b(?:{_MONTH} \d{{1,2}} , \d{{4}}|\d{{1,2}} {_MONTH} \d{{4}})\b", re.IGNORECASE
+)
 
 
 @lru_cache(maxsize=200_000)
 def loose_quantity(text: str) -> Quantity | None:
-    """The first full date ("died october 28 , 1948" -> that day), else the first stand-alone
-    number in free text ("mark price , 18 points" -> 18), for cells whose text is not a number as
-    a whole. A number beyond float range is no number (never infinity)."""
+    """The first full date ("died october 28 , 1948" -> that day) or stand-alone number in free
+    text ("mark price , 18 points" -> 18), whichever comes first, for cells whose text is not a
+    number as a whole. A number beyond float range is no number (never infinity)."""
     dated = _EMBEDDED_DATE_RE.search(text)
-    if dated is not None:
-        q = parse_quantity(dated.group(0))
+    match = _LOOSE_NUMBER_RE.search(text)
+    if dated is not None and (match is None or dated.start() <= match.start()):
+        q = parse_quantity(dated.group(0).lower())
         if q is not None and q.kind == "date":
             return Quantity(text, q.value, q.kind, q.decimals)
-    match = _LOOSE_NUMBER_RE.search(text)
     if match is None:
         return None
     value = parse_decimal(match.group(0).replace(",", ""))
@@ -134,23 +136,28 @@ class DateNumber(float):
     number, like any computed value, but compares as a date (:func:`quantity_of`)."""
 
 
-_SPACE_GROUPED_RE = re.compile(r"\d{1,3}(?: \d{3})+")
+_SPACE_GROUPED_RE = re.compile(r"([-+\u2212]?) ?([1-9]\d{0,2}(?: \d{3}){1,5})(\.\d+)?")
 
 
 @lru_cache(maxsize=200_000)
 def _space_grouped(text: str) -> Quantity | None:
-    """A text that is one whole number with its thousands set apart by spaces ("1 630",
-    "2 009 411", the SI style), or None."""
-    written = text.strip()
-    if _SPACE_GROUPED_RE.fullmatch(written) is None:
+    """A text that is one number with its thousands set apart by spaces ("1 630", "2 009 411",
+    "- 1 630", "1 630.5": the SI style), or None. The first group has no leading zero ("0 100" is
+    two numbers), and at most five groups follow it, so the value stays far inside float range."""
+    match = _SPACE_GROUPED_RE.fullmatch(text.strip())
+    if match is None:
         return None
-    return Quantity(text, float(written.replace(" ", "")), "number", 0)
+    sign, digits, fraction = match.groups()
+    value = parse_decimal(digits.replace(" ", "") + (fraction or ""))
+    if value is None:
+        return None
+    return Quantity(text, float(-value if sign in ("-", "\u2212") else value), "number", decimals_of(value))
 
 
 def _regrouped(text: str, q: Quantity | None) -> Quantity | None:
     """``q`` (how :mod:`tabverify.table` reads ``text``), unless the text is a whole number grouped
     by spaces, which that reading takes for its first group ("1 630" as 1)."""
-    if q is not None and q.kind == "number" and q.decimals == 0 and " " in text:
+    if q is not None and q.kind == "number" and " " in text:
         return _space_grouped(text) or q
     return q
 

@@ -187,6 +187,24 @@ def _longest_matches(
     return found
 
 
+_SIGNS = {"+": "+", "-": "-", "\u2212": "-"}
+
+
+def _written_sign(text: str, end: int | None) -> str | None:
+    """The sign written just before a number: before position ``end`` of a statement ("to par of
+    + 2"), or at the start of a cell's text when ``end`` is None ("- 2"); None when there is none
+    or the dash joins two numbers ("3 - 2")."""
+    if end is None:
+        head = text.lstrip()
+        return _SIGNS.get(head[:1]) if head[1:].lstrip()[:1].isdigit() else None
+    before = text[:end].rstrip()
+    sign = _SIGNS.get(before[-1:])
+    if sign is None:
+        return None
+    rest = before[:-1].rstrip()
+    return None if rest[-1:].isdigit() else sign
+
+
 def _whole_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: tuple[str, ...]) -> list[Link]:
     """Links for words that name whole cells, one per column holding such a cell."""
     if j - i == 1 and key[0] in STOP_WORDS:
@@ -195,11 +213,17 @@ def _whole_cell_links(words: _Words, index: TableIndex, i: int, j: int, key: tup
     if not entries:
         return []
     span = words.span(i, j)
+    sign = _written_sign(words.statement, span.start)
     by_column: dict[int, list[CellEntry]] = defaultdict(list)
     for entry in entries:
         by_column[entry.column].append(entry)
     links = []
     for column, column_entries in by_column.items():
+        if sign is not None:
+            # "+ 2" and "- 2" share their words: the statement's sign picks the cells it names
+            column_entries = [
+                e for e in column_entries if _written_sign(e.text, None) == sign
+            ] or column_entries
         refs = tuple(sorted((ref for e in column_entries for ref in e.refs), key=lambda ref: ref.row))
         first = min(column_entries, key=lambda e: e.first_row)
         links.append(Link(span, span.of(words.statement), "cell", column, first.text, refs, True))
