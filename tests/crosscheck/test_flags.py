@@ -154,6 +154,22 @@ def test_own_marks_are_read_from_the_legend() -> None:
     assert own_marks("\\dagger: our implementation. \\ddagger: reported by the authors.") == {"†"}
     assert own_marks("{}^{\\ast}: MonoFlex is our baseline and re-implemented ourselves.") == {"*"}
     assert own_marks("‡: M3D-RPN is re-implemented by [31]. † indicates ImageNet pretraining.") == set()
+    # "et al." ends no sentence: the citation after it still attributes the run
+    assert own_marks("Results with † are re-implemented by Chen et al. [31].") == set()
+    # a mark's explanation ends at its clause: a later "we ..." explains nothing about it
+    assert own_marks("* marks results from [12]; we report top-1.") == set()
+    assert own_marks("* p < 0.05; we use a t-test.") == set()
+    assert own_marks("results we re-ran are marked with \\ddagger") == {"‡"}
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["Official implementation", "PyTorch implementation", "implemented in JAX", "WE-LSTM", "Proposed by [3]"],
+)
+def test_ordinary_labels_are_not_own_rows(tmp_path: Path, label: str) -> None:
+    # the row is a copy (its label names no run of the citing paper's own), so it is still judged
+    grid = read_tables(write(tmp_path, "s.html", copy((2, 1, "77.73"), (2, 0, label))))[0]
+    assert own_rows(grid) == (set(), set())
 
 
 def test_a_method_with_added_components_is_not_its_base(tmp_path: Path) -> None:

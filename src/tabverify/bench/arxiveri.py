@@ -267,6 +267,8 @@ def run_benchmark(
     tables`` lists them; None: no match).
     """
     pairs = load_pairs(data_dir)
+    if cv:
+        folds_by_paper([p.target_id for p in pairs], cv)  # refuse an impossible fold count up front
     started = time.perf_counter()
     correct = correct_verbatim = 0
     counts = []

@@ -28,7 +28,7 @@ from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 
-from tabverify.crosscheck.cells import Alignment, CellPair, check_numbers, label_words, same_name
+from tabverify.crosscheck.cells import Alignment, CellPair, NumberIndex, check_numbers, label_words, same_name
 from tabverify.crosscheck.tables import (
     DEFAULT_MODEL,
     MAX_ALIGNED_TABLES,
@@ -180,12 +180,15 @@ _MARK = re.compile(r"\\ddagger|\\dagger|\\ast|\\star|\\#|[†‡*∗⋆§¶#]")
 _MARK_NAMES = {"\\dagger": "†", "\\ddagger": "‡", "\\ast": "*", "∗": "*", "\\star": "*", "⋆": "*", "\\#": "#"}
 # words saying a result was produced by the citing paper itself (its method, its runs of others')
 _OWN_WORDS = re.compile(
-    r"\bours?\b|\bproposed\b|\bthis (?:work|paper)\b|reproduc|re-?implement|\bimplement(?:ed|ation)\b|"
-    r"\bre-?(?:run|train|test|evaluat)|\bby us\b|\bourselves\b|\bwe\b",
+    r"\bours?\b|\bproposed\b|\bthis (?:work|paper)\b|reproduc|re-?implement|"
+    r"\bre-?(?:run|train|test|evaluat)|\bby us\b|\bourselves\b|"
+    r"\bwe (?:re-?)?(?:ran|run|obtain|train|evaluat|test|measur|comput|implement)",
     re.IGNORECASE,
 )
 # ... unless the words attribute the run to a cited work ("re-implemented by [31]"): then it is a copy
 _BY_OTHERS = re.compile(r"\bby\s+(?:\[|\\cite|[A-Z][\w.-]*(?:\s+et\s+al\.?)?\s*[\[(])")
+# where a mark's explanation ends: a sentence's full stop (not "et al." or "e.g."), or a semicolon
+_CLAUSE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<=[a-z0-9\])])\.\s|;")
 _MARKED_WITH = re.compile(
     r"\b(?:marked|denoted|indicated|shown|labell?ed)\s+(?:with|by|as|in)\s*$", re.IGNORECASE
 )
@@ -206,12 +209,18 @@ def own_marks(legend: str) -> set[str]:
     for k, match in enumerate(matches):
         end = matches[k + 1].start() if k + 1 < len(matches) else len(legend)
         after = legend[match.end() : min(end, match.end() + 150)]
-        after = re.split(r"(?<=[a-z0-9\])])\.\s", after)[0]
+        after = _CLAUSE_END.split(after)[0]
         before = re.split(r"[.;:]", legend[max(0, match.start() - 100) : match.start()])[-1]
         explained = before + " " + after if _MARKED_WITH.search(before) else after
-        if _OWN_WORDS.search(explained) and not _BY_OTHERS.search(explained):
+        if _says_own(explained):
             found.add(_MARK_NAMES.get(match.group(), match.group()))
     return found
+
+
+def _says_own(text: str) -> bool:
+    """Whether a label or legend text says the result is the citing paper's own run, and does not
+    attribute it to a cited work ("Proposed by [3]", "re-implemented by Chen et al. [31]")."""
+    return bool(_OWN_WORDS.search(text)) and not _BY_OTHERS.search(text)
 
 
 def _legend(target: Grid) -> str:
@@ -238,10 +247,10 @@ def own_rows(target: Grid) -> tuple[set[int], set[Position]]:
         texts = {target.text(i, j) for j in range(target.n_columns)} - {""}
         numbers = any((i, j) in target.measurements for j in range(target.n_columns))
         if not numbers and len(texts) == 1:  # a section row: it names the rows below it
-            section_is_own = bool(_OWN_WORDS.search(texts.pop()))
+            section_is_own = _says_own(texts.pop())
             continue
         label = target.row_label(i)
-        if section_is_own or _OWN_WORDS.search(label) or _marks(label) & marks:
+        if section_is_own or _says_own(label) or _marks(label) & marks:
             rows.add(i)
         elif marks:
             cells.update(
@@ -441,14 +450,23 @@ def _rounding_slip(a: Measurement, b: Measurement) -> bool:
     return abs(a.value - b.value) <= unit
 
 
-def _found(m: Measurement, source: Grid, positions: Sequence[Position]) -> list[Position]:
-    """The positions among ``positions`` where the source holds a value agreeing with ``m``."""
-    found = []
-    for position in positions:
-        other = source.data_measurements.get(position)
-        if other is not None and not other.multi and compare(m, other) is not Agreement.DIFFERENT:
-            found.append(position)
-    return found
+def _found(target: Grid, t: Position, source: Grid, s: Position) -> tuple[list[Position], list[Position]]:
+    """Where the source holds a value agreeing with target cell ``t`` in the row, and in the column,
+    of ``s`` (``s`` itself left out), looked up by value (:class:`NumberIndex`) rather than by
+    scanning the line, so that a tall table with many disagreeing cells stays linear."""
+    m = target.data_measurements[t]
+    index = NumberIndex.of(source)
+    near: set[Position] = set()
+    for key in NumberIndex.of(target).variants.get(t, ()):
+        near.update(index.positions.get(key, ()))
+    agreeing = sorted(
+        p
+        for p in near
+        if p != s
+        and (p[0] == s[0] or p[1] == s[1])
+        and compare(m, index.numbers[p]) is not Agreement.DIFFERENT
+    )
+    return [p for p in agreeing if p[0] == s[0]], [p for p in agreeing if p[1] == s[1]]
 
 
 def _line(grid: Grid, position: Position, axis: int) -> str:
@@ -479,8 +497,7 @@ def _classify(
 ) -> tuple[DiscrepancyKind, str, Position | None]:
     tm, sm = target.data_measurements[t], source.data_measurements[s]
     t_text, s_text = target.text(*t), source.text(*s)
-    same_row = _found(tm, source, [(s[0], j) for j in range(source.n_columns) if j != s[1]])
-    same_column = _found(tm, source, [(i, s[1]) for i in range(source.n_rows) if i != s[0]])
+    same_row, same_column = _found(target, t, source, s)
     for found_at in [*same_row, *same_column]:
         swap = _swap(target, source, alignment, t, s, found_at)
         if swap is not None:
