@@ -7,6 +7,13 @@ values the two tables share, ambiguous values voting less; a cell pair is report
 column correspond and its values agree (exactly, after rounding, or after a x100 scale). Repeated
 values with different meanings are thus told apart by where they sit.
 
+A column keeps its source column when one of its values is miscopied: a row tied by many values
+outvotes one tied by a single coincidence; a column is found by its lowest header ("M" under another
+group header); values exchanged between rows of the block still name their column; and a column
+nothing voted for is placed by the block's order (between two columns whose source columns are as
+far apart, or next to one when the labels share a word) unless it disagrees with the source in two
+or more rows of the block - then it is another measurement, not a copy.
+
 The work per table pair is bounded: a table taking part holds at most :data:`MAX_CROSSCHECK_NUMBERS`
 numbers (:func:`check_numbers`; scientific tables hold a few thousand at most), so that a large
 data table is one clear :class:`~tabverify.errors.TableSizeError`, not minutes and gigabytes.
@@ -335,19 +342,60 @@ def _column_names(grid: Grid) -> dict[int, frozenset[str]]:
     )
 
 
+def _lowest_header(grid: Grid, column: int) -> str:
+    """The lowest header text of a column: the metric it holds where the headers above group it."""
+    texts = [grid.text(i, column) for i in range(grid.header_row_count)]
+    return next((t for t in reversed(texts) if t.strip()), "")
+
+
+def _bottom_headers(grid: Grid) -> dict[int, frozenset[str]]:
+    """Per column, its lowest header text (:func:`_lowest_header`), lower-cased and without LaTeX
+    commands, spaces or punctuation ("B@4" -> "b4", "M" -> "m"), as a one-element set; empty where the
+    column has no header text."""
+
+    def build(g: Grid) -> dict[int, frozenset[str]]:
+        found = {}
+        for j in range(g.n_columns):
+            squashed = "".join(
+                ch for ch in _LATEX_COMMAND.sub("", _lowest_header(g, j)).lower() if ch.isalnum()
+            )
+            found[j] = frozenset({squashed}) if squashed else frozenset()
+        return found
+
+    return per_grid(grid, "bottom headers", build)
+
+
+def _bottom_words(grid: Grid) -> dict[int, frozenset[str]]:
+    """Per column, the label words (:func:`label_words`) of its lowest header text."""
+    return per_grid(
+        grid, "bottom words", lambda g: {j: label_words(_lowest_header(g, j)) for j in range(g.n_columns)}
+    )
+
+
 def _label_votes(
-    votes: dict[tuple[int, int], float], target: dict[int, frozenset[str]], source: dict[int, frozenset[str]]
+    votes: dict[tuple[int, int], float],
+    target: dict[int, frozenset[str]],
+    source: dict[int, frozenset[str]],
+    fallback: tuple[dict[int, frozenset[str]], dict[int, frozenset[str]]] | None = None,
 ) -> None:
     """One vote for each target line whose label words equal those of exactly one source line: how
-    lines full of common values ("0.0", "100") still find their counterpart."""
-    by_words: dict[frozenset[str], list[int]] = defaultdict(list)
-    for index, words in source.items():
-        if words:
-            by_words[words].append(index)
-    for index, words in target.items():
-        same = by_words.get(words, [])
-        if len(same) == 1:
-            votes[(index, same[0])] += 1.0
+    lines full of common values ("0.0", "100") still find their counterpart. A target line finding
+    none is looked up in ``fallback`` (target, source): the columns' lowest headers, which name the
+    metric ("M", "B@4") where the headers above differ (a group header one table has, another lacks)."""
+    lookups = [(target, source), *([fallback] if fallback else [])]
+    index_by: list[dict[frozenset[str], list[int]]] = []
+    for _, lines in lookups:
+        by_words: dict[frozenset[str], list[int]] = defaultdict(list)
+        for index, words in lines.items():
+            if words:
+                by_words[words].append(index)
+        index_by.append(by_words)
+    for index in target:
+        for (names, _), by_words in zip(lookups, index_by, strict=True):
+            same = by_words.get(names.get(index, frozenset()), [])
+            if len(same) == 1:
+                votes[(index, same[0])] += 1.0
+                break
 
 
 def _align(
@@ -363,13 +411,14 @@ def _align(
     source_rows, source_columns = _row_names(source), _column_names(source)
     if transposed:
         source_rows, source_columns = source_columns, source_rows
+    headers = None if transposed else (_bottom_headers(target), _bottom_headers(source))
     # first pass: column votes from every candidate, ambiguous values voting less
     column_votes: dict[tuple[int, int], float] = defaultdict(float)
     for (_, tc), options in candidates.items():
         weight = 1.0 / len(options)
         for s, agreement in options:
             column_votes[(tc, source_axes(s)[1])] += weight * AGREEMENT_WEIGHT[agreement]
-    _label_votes(column_votes, target_columns, source_columns)
+    _label_votes(column_votes, target_columns, source_columns, headers)
     columns = _best_map(column_votes)
     # second pass: rows voted by candidates in the chosen columns; rows whose labels share words
     # ("Swin-S [31]" / "Swin-S") win over rows that merely share values
@@ -383,18 +432,140 @@ def _align(
         row_votes[(tr, sr)] += _similarity(target_rows.get(tr, frozenset()), source_rows.get(sr, frozenset()))
     _label_votes(row_votes, target_rows, source_rows)
     rows = _best_map(row_votes)
-    # third pass: columns again, voted only by candidates in the chosen rows
+    # third pass: columns again, voted only by candidates in the chosen rows; a row tied by many
+    # values is a copy, one tied by a single value may be a coincidence, so each vote counts as many
+    # times as its row is tied
+    tied: dict[int, int] = defaultdict(int)
+    for (tr, _), options in candidates.items():
+        tied[tr] += any(source_axes(s)[0] == rows.get(tr) for s, _ in options)
     column_votes = defaultdict(float)
     for (tr, tc), options in candidates.items():
         for s, agreement in options:
             sr, sc = source_axes(s)
             if rows.get(tr) == sr:
-                column_votes[(tc, sc)] += AGREEMENT_WEIGHT[agreement]
-    _label_votes(column_votes, target_columns, source_columns)
-    columns = _best_map(column_votes)
+                column_votes[(tc, sc)] += AGREEMENT_WEIGHT[agreement] * tied[tr]
+    _label_votes(column_votes, target_columns, source_columns, headers)
+    columns = _keep_permuted(_best_map(column_votes), rows, candidates, source_axes)
+    # last: columns nothing voted for, placed by the order of the block and their labels
+    block = {tr: sr for tr, sr in rows.items() if tied[tr] >= 2}
+    words = (target_columns, source_columns) if transposed else (_bottom_words(target), _bottom_words(source))
+    n_source = source.n_rows if transposed else source.n_columns
+    columns = _fill_gaps(
+        columns, target.n_columns, n_source, *words, _fits_block(target, source, block, source_axes)
+    )
     pairs = _pairs_by_position(target, source, rows, columns, transposed)
     support = sum(p.weight for p in pairs)
     return Alignment(rows, columns, transposed, tuple(pairs), support)
+
+
+def _keep_permuted(
+    columns: dict[int, int],
+    rows: dict[int, int],
+    candidates: dict[Position, list[tuple[Position, Agreement]]],
+    source_axes: Callable[[Position], Position],
+) -> dict[int, int]:
+    """``columns`` completed for the target columns whose values are a source column's, copied with
+    their rows permuted: two values exchanged between rows (a row swap) leave their column no vote
+    from its own rows, yet each value sits, in the free source column, in the row of another target
+    row whose value in turn sits in the next one, closing a cycle. Values that only coincide with
+    another row's (a different metric sharing a few values) close no cycle and map nothing."""
+    back = {sr: tr for tr, sr in rows.items()}
+    # (tc, sc) -> target row -> the target rows whose source rows hold its value in source column sc
+    moved: dict[tuple[int, int], dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for (tr, tc), options in candidates.items():
+        if tc in columns or tr not in rows:
+            continue
+        for s, _ in options:
+            sr, sc = source_axes(s)
+            if sr in back and sr != rows[tr]:
+                moved[(tc, sc)][tr].add(back[sr])
+    cycled: dict[tuple[int, int], int] = {}
+    for line, step in moved.items():
+        closed = 0
+        for start in step:
+            seen, frontier = set(), set(step[start])
+            while frontier and start not in seen:
+                seen |= frontier
+                frontier = {nxt for tr in frontier for nxt in step.get(tr, ())} - seen
+            closed += start in seen
+        cycled[line] = closed
+    taken = set(columns.values())
+    completed = dict(columns)
+    for (tc, sc), n in sorted(cycled.items(), key=lambda item: (-item[1], item[0])):
+        if n >= 2 and tc not in completed and sc not in taken:
+            completed[tc] = sc
+            taken.add(sc)
+    return completed
+
+
+def _fits_block(
+    target: Grid, source: Grid, block: dict[int, int], source_axes: Callable[[Position], Position]
+) -> Callable[[int, int], bool]:
+    """Whether target column ``tc`` may be source column ``sc``: in the rows of the block (``block``:
+    target row -> source row, rows tied by two values or more) a column copied and then miscopied
+    disagrees in one row at most; more is another measurement (a throughput the citing paper
+    measured again), not a copy."""
+    target_numbers, source_numbers = target.data_measurements, source.data_measurements
+
+    def fits(tc: int, sc: int) -> bool:
+        wrong = 0
+        for tr, sr in block.items():
+            m, other = target_numbers.get((tr, tc)), source_numbers.get(source_axes((sr, sc)))
+            if m is not None and other is not None and compare(m, other) is Agreement.DIFFERENT:
+                wrong += 1
+        return wrong <= 1
+
+    return fits
+
+
+def _fill_gaps(
+    columns: dict[int, int],
+    n_target: int,
+    n_source: int,
+    target_words: dict[int, frozenset[str]],
+    source_words: dict[int, frozenset[str]],
+    fits: Callable[[int, int], bool],
+) -> dict[int, int]:
+    """``columns`` completed by the order of a copied block, for target columns nothing voted for (a
+    column whose only copied value was miscopied): a run of unmapped target columns between two
+    mapped ones whose source columns are as far apart, and free, takes the source columns between
+    them in order; an unmapped column next to a mapped one takes the free source column next to that
+    one's source column when their labels (``target_words``, ``source_words``) share a word. Either
+    only where ``fits`` (:func:`_fits_block`) allows the pair of columns."""
+    completed = dict(columns)
+    taken = set(completed.values())
+    mapped = sorted(completed)
+    for a, b in zip(mapped, mapped[1:], strict=False):
+        sa, sb = completed[a], completed[b]
+        if (
+            b - a > 1
+            and sb - sa == b - a
+            and not any(sa < sc < sb for sc in taken)
+            and all(fits(a + k, sa + k) for k in range(1, b - a))
+        ):
+            for k in range(1, b - a):
+                completed[a + k] = sa + k
+                taken.add(sa + k)
+    changed = True
+    while changed:
+        changed = False
+        for tc in range(n_target):
+            if tc in completed:
+                continue
+            for step in (-1, 1):
+                neighbour = completed.get(tc + step)
+                sc = neighbour - step if neighbour is not None else -1
+                if (
+                    0 <= sc < n_source
+                    and sc not in taken
+                    and target_words.get(tc, frozenset()) & source_words.get(sc, frozenset())
+                    and fits(tc, sc)
+                ):
+                    completed[tc] = sc
+                    taken.add(sc)
+                    changed = True
+                    break
+    return completed
 
 
 def _pairs_by_position(
