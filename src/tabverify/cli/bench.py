@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from tabverify.cli import claimdb
+from tabverify.cli import claimdb, coref
 from tabverify.cli.output import (
     check_output,
     fail,
@@ -324,5 +324,6 @@ def register(app: typer.Typer) -> None:
     bench_app.command("trl", epilog=TRL_EXAMPLES)(bench_trl)
     train_app.command("tabfact", epilog=TRAIN_EXAMPLES)(train_tabfact)
     claimdb.register_bench(bench_app, train_app)
+    coref.register_bench(bench_app, train_app)
     app.add_typer(bench_app, name="bench")
     app.add_typer(train_app, name="train")

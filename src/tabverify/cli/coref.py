@@ -165,7 +165,165 @@ SCORE_EXAMPLES = """Examples:
 """
 
 
+def resolve(
+    input_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="INPUT",
+            help="Raw text, JSON Lines of {doc_id, text}, or a KibutzR/CoNLL/CoNLL-U file (tokens used)",
+            show_default=False,
+        ),
+    ],
+    out_file: Annotated[
+        Path,
+        typer.Option("--out", metavar="FILE", help="Write the resolved documents here", show_default=False),
+    ],
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="json or conllu")] = "json",
+    models: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Models from `tabverify train coref` [default: the shipped ones]"),
+    ] = None,
+) -> None:
+    """Resolve Hebrew coreference: mentions (also inside words) as character spans grouped into entities,
+    in the JSON the scorer reads (or CoNLL-U over morphemes). Exit 0, or 2 on bad input."""
+    import tempfile
+
+    from tabverify.coref.conllu import write_conllu
+    from tabverify.coref.json_format import write_json
+    from tabverify.coref.resolver.pipeline import load_models, resolve_file, to_token_document
+
+    if fmt not in ("json", "conllu"):
+        fail(f"--format {fmt}: write json or conllu")
+    if not input_path.is_file():
+        fail(f"{input_path}: no such file")
+    if models is not None and not models.is_dir():
+        fail(f"--models {models}: not a folder")
+    check_output(out_file, "--out", [input_path])
+    with input_errors():
+        documents = resolve_file(input_path, load_models(str(models) if models is not None else None))
+        with tempfile.TemporaryDirectory() as folder:
+            written = Path(folder) / "out"
+            if fmt == "json":
+                write_json(documents, written)
+            else:
+                write_conllu([to_token_document(doc) for doc in documents], written)
+            write_output(out_file, written.read_text(encoding="utf-8"), "--out")
+    mentions = sum(len(e) for doc in documents for e in doc.entities)
+    out.print(text(f"{len(documents)} document(s), {mentions} mention(s); wrote {out_file}"))
+
+
+RESOLVE_EXAMPLES = """Examples:
+
+\b
+  tabverify coref resolve article.txt --out article.json
+  tabverify coref resolve docs.jsonl --out system.jsonl
+  tabverify coref resolve htb:1.conllu --out system.json && tabverify coref score htb:1.conllu system.json --match overlap
+"""
+
+
+def _kibutzr_folder(data: Path) -> None:
+    if not (data / "data" / "conllu").is_dir():
+        fail(f"--data {data}: not a KibutzR release folder (it needs data/conllu/)")
+
+
+def bench_coref(
+    data: Annotated[
+        Path,
+        typer.Option(metavar="DIR", help="The KibutzR release folder (holding data/)", show_default=False),
+    ],
+    split: Annotated[
+        str, typer.Option(metavar="SPLIT", help="The KibutzR split to resolve and score")
+    ] = "dev",
+    input_mode: Annotated[
+        str, typer.Option("--input", metavar="MODE", help="raw (text, the headline) or gold-morphemes")
+    ] = "raw",
+    models: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Models from `tabverify train coref` [default: the shipped ones]"),
+    ] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON result here")
+    ] = None,
+) -> None:
+    """Resolve a KibutzR split and score it: CoNLL-F1 (MUC, B3, CEAF-e), LEA and mention views, overlap
+    protocol, key without singletons and system singletons dropped. Exit 0, or 2 on bad input."""
+    from tabverify.bench.coref import INPUTS, run_benchmark
+
+    if input_mode not in INPUTS:
+        fail(f"--input {input_mode}: use {' or '.join(INPUTS)}")
+    if split == "test":
+        fail("--split test: the KibutzR test documents are kept apart and measured independently")
+    if not data.is_dir():
+        fail(f"--data {data}: not a folder")
+    _kibutzr_folder(data)
+    if models is not None and not models.is_dir():
+        fail(f"--models {models}: not a folder")
+    check_output(out_file, "--out", [data])
+    with input_errors():
+        result = run_benchmark(data, split, input_mode, models)
+    if out_file is not None:
+        write_output(out_file, json.dumps(result, ensure_ascii=False, indent=1), "--out")
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+
+
+def train_coref(
+    data: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR", help="The KibutzR release folder (only train is read)", show_default=False
+        ),
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out", metavar="DIR", help="Folder for the models (created if missing)", show_default=False
+        ),
+    ],
+    seed: Annotated[int, typer.Option(metavar="N", help="Seed of the SGD order")] = 0,
+) -> None:
+    """Train the resolver's segmenter, mention and link models on KibutzR train (thresholds chosen on a
+    held-out tenth of train), as shipped in the package."""
+    from tabverify.bench.coref import train_models
+    from tabverify.coref.resolver.morph import MODEL_FILE, train_segmenter
+
+    if not data.is_dir():
+        fail(f"--data {data}: not a folder")
+    _kibutzr_folder(data)
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: is a file; name a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out {out_dir}: cannot create the folder ({exc.strerror or exc})")
+    with input_errors():
+        segmenter = train_segmenter(data, out_dir / MODEL_FILE, seed)
+        out.print(text(f"segmenter: {json.dumps(segmenter.get('dev'), ensure_ascii=False)}"))
+        report = train_models(data, out_dir, seed, lambda message: out.print(text(message)))
+    print(json.dumps(report, indent=1))
+
+
+BENCH_EXAMPLES = """Examples:
+
+\b
+  tabverify bench coref --data ../shared/datasets/coref/hebrew/kibutzr --split dev --input raw
+  tabverify bench coref --data DIR --split dev --input gold-morphemes --out results/coref-gold.json
+"""
+
+TRAIN_EXAMPLES = """Examples:
+
+\b
+  tabverify train coref --data ../shared/datasets/coref/hebrew/kibutzr --out src/tabverify/models
+"""
+
+
+def register_bench(bench_app: typer.Typer, train_app: typer.Typer) -> None:
+    """Add ``bench coref`` and ``train coref``."""
+    bench_app.command("coref", epilog=BENCH_EXAMPLES)(bench_coref)
+    train_app.command("coref", epilog=TRAIN_EXAMPLES)(train_coref)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``coref`` commands to the app."""
     coref_app.command("score", epilog=SCORE_EXAMPLES)(score)
+    coref_app.command("resolve", epilog=RESOLVE_EXAMPLES)(resolve)
     app.add_typer(coref_app, name="coref")

@@ -1,0 +1,196 @@
+"""KibutzR coreference: train the resolver's models and measure them on a split.
+
+Training reads only ``data/conllu/with_singleton/train``. Every tenth training document (by file
+order) is held out to choose the two decision thresholds (mention F1, then CoNLL-F1 with the
+overlap protocol); the models are then refit on all training documents with those thresholds.
+
+The benchmark scores against ``data/conllu/no_singleton/<split>`` with singletons dropped on both
+sides and ``--match overlap`` (threshold 0.8). Gold-morpheme input resolves the KibutzR morphemes
+(mapped onto the raw text of ``data/llm_input/raw_documents/<split>``); raw input resolves the text
+the key is scored on (the raw document, or, for a file whose morphemes do not align with its raw
+text, the text rebuilt from its morphemes) with :func:`tabverify.coref.resolver.pipeline.resolve`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tabverify.coref.document import Document
+from tabverify.coref.kibutzr import _morpheme_spans, read_kibutzr
+from tabverify.coref.resolver.data import MorphDocument, read_document, split_files
+from tabverify.coref.resolver.links import candidate_pairs, cluster, describe_all, pair_features
+from tabverify.coref.resolver.mentions import candidates, detect, span_features
+from tabverify.coref.resolver.model import LinearModel, encode, fit
+from tabverify.coref.resolver.pipeline import (
+    LINK_MODEL,
+    MENTION_MODEL,
+    Models,
+    build_document,
+    load_models,
+    predict,
+    resolve,
+)
+from tabverify.coref.score import score
+from tabverify.text.spans import Span
+
+MENTION_BITS = 20
+LINK_BITS = 20
+INPUTS = ("gold-morphemes", "raw")
+Progress = Callable[[str], None]
+
+
+def _mention_data(docs: Sequence[MorphDocument]) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    batches, labels = [], []
+    for doc in docs:
+        gold = doc.mentions
+        spans = candidates(doc.tokens)
+        batches.append(encode([span_features(doc.tokens, a, b) for a, b in spans], MENTION_BITS))
+        labels += [span in gold for span in spans]
+    return batches, np.asarray(labels, dtype=np.int64)
+
+
+def _link_data(docs: Sequence[MorphDocument]) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    batches, labels = [], []
+    for doc in docs:
+        entity = {m: e for e, group in enumerate(doc.clusters) for m in group}
+        spans = sorted(entity)
+        infos = describe_all(doc.tokens, spans)
+        pairs = candidate_pairs(infos)
+        batches.append(
+            encode([pair_features(doc.tokens, infos[j], infos[i], i - j - 1) for j, i in pairs], LINK_BITS)
+        )
+        labels += [entity[spans[j]] == entity[spans[i]] for j, i in pairs]
+    return batches, np.asarray(labels, dtype=np.int64)
+
+
+def _morpheme_document(doc: MorphDocument, clusters: Sequence[Sequence[tuple[int, int]]]) -> Document:
+    """The document over the morphemes joined by spaces (for held-out scoring during training)."""
+    spans, position = [], 0
+    for token in doc.tokens:
+        spans.append(Span(position, position + len(token.form)))
+        position += len(token.form) + 1
+    text = " ".join(t.form for t in doc.tokens)
+    return build_document(doc.doc_id, text, spans, clusters)
+
+
+def _choose_mention_threshold(model: LinearModel, docs: Sequence[MorphDocument]) -> float:
+    scores, gold_total, correct = [], 0, []
+    for doc in docs:
+        spans = candidates(doc.tokens)
+        gold = doc.mentions
+        gold_total += len(gold)
+        scores.append(model.scores([span_features(doc.tokens, a, b) for a, b in spans]))
+        correct += [span in gold for span in spans]
+    values, hits = np.concatenate(scores), np.asarray(correct)
+    best, best_f1 = 0.0, -1.0
+    for threshold in np.arange(-6.0, 3.01, 0.25):
+        kept = values > threshold
+        tp = int((kept & hits).sum())
+        f1 = 2 * tp / (kept.sum() + gold_total) if kept.sum() + gold_total else 0.0
+        if f1 > best_f1:
+            best, best_f1 = float(threshold), f1
+    return best
+
+
+def _choose_link_threshold(models: Models, docs: Sequence[MorphDocument]) -> float:
+    keys = [_morpheme_document(doc, doc.clusters) for doc in docs]
+    found = [detect(doc.tokens, models.mentions) for doc in docs]
+    best, best_f1 = 0.0, -1.0
+    for threshold in np.arange(-5.0, 3.01, 0.5):
+        links = LinearModel(models.links.weights, models.links.bias, float(threshold))
+        responses = [
+            _morpheme_document(doc, cluster(doc.tokens, spans, links))
+            for doc, spans in zip(docs, found, strict=True)
+        ]
+        f1 = score(keys, responses, match="overlap", keep_singletons=False).conll_f1
+        if f1 > best_f1:
+            best, best_f1 = float(threshold), f1
+    return best
+
+
+def _fit_models(docs: Sequence[MorphDocument], seed: int) -> Models:
+    batches, labels = _mention_data(docs)
+    mentions = fit(batches, labels, MENTION_BITS, seed)
+    batches, labels = _link_data(docs)
+    return Models(mentions, fit(batches, labels, LINK_BITS, seed))
+
+
+def train_models(
+    data: str | Path, out: str | Path, seed: int = 0, report: Progress | None = None
+) -> dict[str, object]:
+    """Train on KibutzR train, choose thresholds on a held-out tenth, refit on all of train, save to ``out``."""
+    say = report or (lambda message: None)
+    started = time.perf_counter()
+    docs = [read_document(path) for path in split_files(data, "train")]
+    held = [d for i, d in enumerate(docs) if i % 10 == 9]
+    kept = [d for i, d in enumerate(docs) if i % 10 != 9]
+    say(f"fitting on {len(kept)} documents, holding out {len(held)}")
+    first = _fit_models(kept, seed)
+    mention_threshold = _choose_mention_threshold(first.mentions, held)
+    first = Models(LinearModel(first.mentions.weights, first.mentions.bias, mention_threshold), first.links)
+    link_threshold = _choose_link_threshold(first, held)
+    say(
+        f"thresholds: mentions {mention_threshold}, links {link_threshold}; refitting on {len(docs)} documents"
+    )
+    final = _fit_models(docs, seed)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    LinearModel(final.mentions.weights, final.mentions.bias, mention_threshold).save(out / MENTION_MODEL)
+    LinearModel(final.links.weights, final.links.bias, link_threshold).save(out / LINK_MODEL)
+    return {
+        "documents": len(docs),
+        "mention_threshold": mention_threshold,
+        "link_threshold": link_threshold,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _metric(value: object) -> dict[str, float]:
+    data = value.to_dict()  # type: ignore[attr-defined]
+    return {k: round(float(v), 4) for k, v in data.items() if k in ("recall", "precision", "f1")}
+
+
+def run_benchmark(
+    data: str | Path, split: str = "dev", input_mode: str = "raw", models_dir: str | Path | None = None
+) -> dict[str, object]:
+    """Resolve a KibutzR split and score it (overlap protocol, singletons dropped on both sides)."""
+    if input_mode not in INPUTS:
+        raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {input_mode!r}")
+    models = load_models(str(models_dir) if models_dir is not None else None)
+    raw_dir = Path(data) / "data" / "llm_input" / "raw_documents" / split
+    keys, responses, seconds = [], [], 0.0
+    for path in split_files(data, split, singletons=False):
+        key = read_kibutzr(path, raw_dir if raw_dir.is_dir() else None)[0]
+        started = time.perf_counter()
+        if input_mode == "raw":
+            response = resolve(key.text, key.doc_id, models)
+        else:
+            doc = read_document(Path(data) / "data" / "conllu" / "with_singleton" / split / path.name)
+            forms = [t.form for t in doc.tokens]
+            spans: list[Span | None] | None = None if key.words else _morpheme_spans(forms, key.text)
+            if spans is None:
+                spans = list(key.words)
+            response = build_document(key.doc_id, key.text, spans, predict(doc.tokens, models))
+        seconds += time.perf_counter() - started
+        keys.append(key)
+        responses.append(response)
+    result = score(keys, responses, match="overlap", keep_singletons=False)
+    metrics = {name: _metric(result.metrics[name]) for name in ("muc", "b_cubed", "ceafe", "lea")}
+    return {
+        "benchmark": "coref",
+        "split": split,
+        "input": input_mode,
+        "documents": len(keys),
+        "metrics": {
+            "conll_f1": round(result.conll_f1 * 100, 2),
+            **metrics,
+            "mentions": _metric(result.mentions["aligned"]),
+            "subword_mentions": _metric(result.mentions["subword"]),
+        },
+        "protocol": "overlap 0.8, key data/conllu/no_singleton, singletons dropped on both sides",
+        "resolve_seconds": round(seconds, 2),
+    }

@@ -1,0 +1,129 @@
+"""The Hebrew coreference resolver: KibutzR reading, document building, shipped models, CLI round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tabverify.cli import app
+from tabverify.coref.resolver.data import read_document
+from tabverify.coref.resolver.mentions import candidates
+from tabverify.coref.resolver.pipeline import build_document, resolve_file
+from tabverify.text.spans import Span
+
+runner = CliRunner()
+
+# "Dani bought a new car. His car (the car of-him) is red. He drives in it every day."
+KIBUTZR = """#begin document 7
+דני\t0\t0\t_\t(0)
+קנה\t0\t1\t_\t_
+מכונית\t0\t2\t_\t(1
+חדשה\t0\t3\t_\t1)
+.\t0\t4\t_\t_
+
+ה\t1\t0\t_\t(1
+מכונית\t1\t1\t_\t_
+_של_\t1\t2\t_\t_
+_הוא\t1\t3\t_\t(0)|1)
+אדומה\t1\t4\t_\t_
+.\t1\t5\t_\t_
+
+הוא\t2\t0\t_\t(0)
+נוסע\t2\t1\t_\t_
+ב\t2\t2\t_\t_
+ה_\t2\t3\t_\t(1
+מכונית\t2\t4\t_\t1)
+.\t2\t5\t_\t_
+#end document
+"""
+
+
+@pytest.fixture
+def kibutzr_file(tmp_path: Path) -> Path:
+    path = tmp_path / "htb:7.conllu"
+    path.write_text(KIBUTZR, encoding="utf-8")
+    return path
+
+
+def test_kibutzr_kinds_and_clusters(kibutzr_file: Path) -> None:
+    doc = read_document(kibutzr_file)
+    kinds = {t.form: t.kind for t in doc.tokens}
+    assert kinds["_הוא"] == "suffix" and kinds["_של_"] == "suffix"
+    assert kinds["ה_"] == "article" and kinds["ב"] == "prefix" and kinds["."] == "punct"
+    assert doc.clusters == (((0, 0), (8, 8), (11, 11)), ((2, 3), (5, 8), (14, 15)))
+    assert [t.sentence for t in doc.tokens][:6] == [0, 0, 0, 0, 0, 1]
+
+
+def test_candidates_never_start_or_end_on_a_marker_or_prefix(kibutzr_file: Path) -> None:
+    tokens = read_document(kibutzr_file).tokens
+    spans = candidates(tokens)
+    assert (8, 8) in spans and (5, 8) in spans and (14, 15) in spans
+    assert all(tokens[a].kind != "prefix" and tokens[b].kind in ("stem", "suffix") for a, b in spans)
+    assert not any(tokens[a].form == "_של_" or tokens[b].form == "_של_" for a, b in spans)
+    assert all(tokens[a].sentence == tokens[b].sentence for a, b in spans)
+
+
+def test_build_document_anchors_unwritten_morphemes() -> None:
+    text = "בבית שלו"  # ב + ה_ + בית ; של + _הוא
+    spans = [Span(0, 1), None, Span(1, 4), Span(5, 7), Span(7, 8)]
+    doc = build_document("d", text, spans, [[(1, 1), (1, 2)], [(4, 4)]])
+    first, second = doc.entities
+    assert [(m.start, m.end) for m in first] == [(0, 1), (1, 4)]  # ה_ alone sits on the ב before it
+    assert (second[0].start, second[0].end, second[0].kind) == (7, 8, "subword")
+    assert second[0].subkind == "embedded_pronoun"
+
+
+def test_shipped_models_link_a_suffix_pronoun(kibutzr_file: Path) -> None:
+    (doc,) = resolve_file(kibutzr_file)
+    suffix = doc.text.index("_הוא")
+    pronoun = doc.text.index("הוא נוסע")
+    entity = next(e for e in doc.entities if any(m.start == suffix for m in e))
+    assert any(m.start == pronoun for m in entity)
+
+
+def test_cli_resolve_then_score(kibutzr_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "system.json"
+    result = runner.invoke(app, ["coref", "resolve", str(kibutzr_file), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert record["doc_id"] == "7" and record["clusters"]
+    scored = runner.invoke(
+        app, ["coref", "score", str(kibutzr_file), str(out), "--match", "overlap", "--json"]
+    )
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.stdout)["metrics"]["muc"]["f1"] > 0
+    conllu = tmp_path / "system.conllu"
+    written = runner.invoke(
+        app, ["coref", "resolve", str(kibutzr_file), "--out", str(conllu), "--format", "conllu"]
+    )
+    assert written.exit_code == 0, written.output
+    assert "Entity=" in conllu.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        ('{"doc_id": "a"}\n{"doc_id": "b"}\n', [], '"text"'),
+        ("שלום", ["--format", "xml"], "--format"),
+    ],
+)
+def test_cli_bad_input_exits_2(tmp_path: Path, content: str, args: list[str], message: str) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(content, encoding="utf-8")
+    result = runner.invoke(app, ["coref", "resolve", str(source), "--out", str(tmp_path / "o.json"), *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_cli_missing_input_and_bad_bench_data(tmp_path: Path) -> None:
+    missing = runner.invoke(
+        app, ["coref", "resolve", str(tmp_path / "none.txt"), "--out", str(tmp_path / "o")]
+    )
+    assert missing.exit_code == 2 and "no such file" in missing.output
+    bench = runner.invoke(app, ["bench", "coref", "--data", str(tmp_path)])
+    assert bench.exit_code == 2 and "KibutzR" in bench.output
+    test_split = runner.invoke(app, ["bench", "coref", "--data", str(tmp_path), "--split", "test"])
+    assert test_split.exit_code == 2
