@@ -1,0 +1,1 @@
+"""Hebrew coreference resolution from raw text: morphological segmentation, mentions and links."""
