@@ -22,7 +22,7 @@ import numpy as np
 from tabverify.coref.document import Document
 from tabverify.coref.kibutzr import _morpheme_spans, read_kibutzr
 from tabverify.coref.resolver.data import MorphDocument, read_document, split_files
-from tabverify.coref.resolver.links import candidate_pairs, cluster, describe_all, pair_features
+from tabverify.coref.resolver.links import cluster, describe_all, pair_rows
 from tabverify.coref.resolver.mentions import candidates, detect, span_features
 from tabverify.coref.resolver.model import LinearModel, encode, fit
 from tabverify.coref.resolver.pipeline import (
@@ -58,11 +58,8 @@ def _link_data(docs: Sequence[MorphDocument]) -> tuple[list[tuple[np.ndarray, np
     for doc in docs:
         entity = {m: e for e, group in enumerate(doc.clusters) for m in group}
         spans = sorted(entity)
-        infos = describe_all(doc.tokens, spans)
-        pairs = candidate_pairs(infos)
-        batches.append(
-            encode([pair_features(doc.tokens, infos[j], infos[i], i - j - 1) for j, i in pairs], LINK_BITS)
-        )
+        pairs, rows = pair_rows(doc.tokens, describe_all(doc.tokens, spans))
+        batches.append(encode(rows, LINK_BITS))
         labels += [entity[spans[j]] == entity[spans[i]] for j, i in pairs]
     return batches, np.asarray(labels, dtype=np.int64)
 

@@ -87,35 +87,53 @@ def _bucket(value: int) -> str:
 
 
 def pair_features(
-    tokens: Sequence[Token], antecedent: MentionInfo, mention: MentionInfo, between: int
+    tokens: Sequence[Token],
+    antecedent: MentionInfo,
+    mention: MentionInfo,
+    between: int,
+    ranks: tuple[int, int],
 ) -> list[str]:
-    """Features of linking ``mention`` to the earlier ``antecedent`` (``between`` mentions apart)."""
+    """Features of linking ``mention`` to the earlier ``antecedent`` (``between`` mentions apart;
+    ``ranks``: how many closer mentions agree with ``mention`` in gender and number, and share its head)."""
     a, m = antecedent, mention
     types = f"{a.type}>{m.type}"
     sentences = _bucket(m.sentence - a.sentence)
-    nested = a.span[0] <= m.span[0] and m.span[1] <= a.span[1]
+    nested = (a.span[0] <= m.span[0] and m.span[1] <= a.span[1]) or (
+        m.span[0] <= a.span[0] and a.span[1] <= m.span[1]
+    )
     agree = (
         "same" if a.agreement == m.agreement else "unknown" if "?" in a.agreement + m.agreement else "differ"
     )
+    agree_rank, head_rank = (_bucket(r) for r in ranks)
     features = [
         "bias",
         f"types={types}",
         f"sent={sentences}|types={types}",
         f"between={_bucket(between)}|m={m.type}",
         f"agree={agree}|types={types}",
+        f"agree={agree}|rank={agree_rank}|m={m.type}",
         f"agr={a.agreement}>{m.agreement}|m={m.type}",
         f"nested={nested}|types={types}",
         f"quoted={a.quoted}>{m.quoted}|m={m.agreement}",
     ]
+    a_stems, m_stems = set(a.words.split()), set(m.words.split())
     if a.words and a.words == m.words:
-        features += ["exact", f"exact|types={types}"]
+        features += ["exact", f"exact|types={types}", f"exact|rank={head_rank}"]
     elif a.head == m.head:
-        features += ["head_match", f"head_match|types={types}", f"head_match|sent={sentences}"]
-    elif a.words and m.words and (a.words in m.words or m.words in a.words):
-        features.append(f"contains|types={types}")
+        features += [
+            f"head_match|types={types}",
+            f"head_match|sent={sentences}",
+            f"head_match|rank={head_rank}",
+        ]
+    elif len(a.head) > 2 and a.head[:3] == m.head[:3]:
+        features += [f"head_prefix|types={types}", f"head_prefix|sent={sentences}"]
+    shared = len(a_stems & m_stems)
+    if shared and not (a.words == m.words):
+        features.append(f"shared={min(shared, 3)}|of={min(len(m_stems), 4)}|types={types}")
     if m.type in ("pron", "suffix_pron", "demonstrative"):
         features.append(f"pron={m.first}|ant_head_end={a.head[-1:]}|ant={a.type}")
         features.append(f"pron={m.first}|ant_first={a.first}")
+        features.append(f"pron={m.first}|a={a.type}|sent={sentences}|rank={agree_rank}")
     else:
         features.append(f"heads={a.head}>{m.head}")
     if a.span[1] + 2 == m.span[0] and tokens[a.span[1] + 1].form == ",":
@@ -125,9 +143,25 @@ def pair_features(
     return features
 
 
-def candidate_pairs(infos: Sequence[MentionInfo]) -> list[tuple[int, int]]:
-    """(antecedent, mention) index pairs within the window, antecedent first in the text."""
-    return [(j, i) for i in range(len(infos)) for j in range(max(0, i - WINDOW), i)]
+def pair_rows(
+    tokens: Sequence[Token], infos: Sequence[MentionInfo]
+) -> tuple[list[tuple[int, int]], list[list[str]]]:
+    """The (antecedent, mention) pairs to score and their features: the previous :data:`WINDOW` mentions,
+    and any earlier mention with the same head."""
+    pairs, rows = [], []
+    by_head: dict[str, list[int]] = {}
+    for i, m in enumerate(infos):
+        agreeing = same_head = 0
+        window = range(i - 1, max(-1, i - WINDOW - 1), -1)
+        far = [j for j in reversed(by_head.get(m.head, [])) if j < i - WINDOW]
+        for j in [*window, *far]:
+            a = infos[j]
+            pairs.append((j, i))
+            rows.append(pair_features(tokens, a, m, i - j - 1, (agreeing, same_head)))
+            agreeing += a.agreement == m.agreement
+            same_head += a.head == m.head
+        by_head.setdefault(m.head, []).append(i)
+    return pairs, rows
 
 
 def cluster(
@@ -135,9 +169,7 @@ def cluster(
 ) -> list[list[MorphRange]]:
     """Clusters of the mentions ``spans`` (text order), singletons included."""
     spans = sorted(spans)
-    infos = describe_all(tokens, spans)
-    pairs = candidate_pairs(infos)
-    rows = [pair_features(tokens, infos[j], infos[i], i - j - 1) for j, i in pairs]
+    pairs, rows = pair_rows(tokens, describe_all(tokens, spans))
     scores = model.scores(rows)
     parent = list(range(len(spans)))
 

@@ -76,7 +76,12 @@ def encode(rows: Sequence[Sequence[str]], bits: int) -> tuple[np.ndarray, np.nda
 
 
 def fit(
-    batches: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.ndarray, bits: int, seed: int = 0
+    batches: Sequence[tuple[np.ndarray, np.ndarray]],
+    labels: np.ndarray,
+    bits: int,
+    seed: int = 0,
+    alpha: float = 1e-6,
+    epochs: int = 10,
 ) -> LinearModel:
     """Train a seeded logistic model on :func:`encode`-d batches (threshold 0; the caller chooses one)."""
     from scipy.sparse import csr_matrix
@@ -88,7 +93,7 @@ def fit(
     matrix = csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(lengths), 1 << bits))
     matrix.sum_duplicates()
     classifier = SGDClassifier(
-        loss="log_loss", alpha=1e-6, max_iter=10, tol=None, random_state=seed, average=True
+        loss="log_loss", alpha=alpha, max_iter=epochs, tol=None, random_state=seed, average=True
     )
     classifier.fit(matrix, labels)
     return LinearModel(classifier.coef_[0].astype(np.float64), float(classifier.intercept_[0]), 0.0)
