@@ -22,7 +22,7 @@ import numpy as np
 from tabverify.coref.document import Document
 from tabverify.coref.kibutzr import _morpheme_spans, read_kibutzr
 from tabverify.coref.resolver.data import MorphDocument, read_document, split_files
-from tabverify.coref.resolver.links import cluster, describe_all, pair_rows
+from tabverify.coref.resolver.links import decode, describe_all, pair_rows, score_pairs
 from tabverify.coref.resolver.mentions import candidates, detect, span_features
 from tabverify.coref.resolver.model import LinearModel, encode, fit
 from tabverify.coref.resolver.pipeline import (
@@ -93,20 +93,21 @@ def _choose_mention_threshold(model: LinearModel, docs: Sequence[MorphDocument])
     return best
 
 
-def _choose_link_threshold(models: Models, docs: Sequence[MorphDocument]) -> float:
+def _choose_link_thresholds(models: Models, docs: Sequence[MorphDocument]) -> tuple[float, float]:
+    """The nominal, then the pronoun threshold that maximise held-out CoNLL-F1 (predicted mentions)."""
     keys = [_morpheme_document(doc, doc.clusters) for doc in docs]
-    found = [detect(doc.tokens, models.mentions) for doc in docs]
-    best, best_f1 = 0.0, -1.0
-    for threshold in np.arange(-5.0, 3.01, 0.5):
-        links = LinearModel(models.links.weights, models.links.bias, float(threshold))
+    scored = [score_pairs(doc.tokens, detect(doc.tokens, models.mentions), models.links) for doc in docs]
+
+    def conll(thresholds: tuple[float, float]) -> float:
         responses = [
-            _morpheme_document(doc, cluster(doc.tokens, spans, links))
-            for doc, spans in zip(docs, found, strict=True)
+            _morpheme_document(doc, decode(*s, thresholds)) for doc, s in zip(docs, scored, strict=True)
         ]
-        f1 = score(keys, responses, match="overlap", keep_singletons=False).conll_f1
-        if f1 > best_f1:
-            best, best_f1 = float(threshold), f1
-    return best
+        return score(keys, responses, match="overlap", keep_singletons=False).conll_f1
+
+    grid = [float(t) for t in np.arange(-5.0, 3.01, 0.5)]
+    nominal = max(grid, key=lambda t: (conll((t, t)), -abs(t)))
+    pronoun = max(grid + [-50.0], key=lambda t: (conll((nominal, t)), -abs(t)))
+    return nominal, pronoun
 
 
 def _fit_models(docs: Sequence[MorphDocument], seed: int) -> Models:
@@ -128,20 +129,20 @@ def train_models(
     say(f"fitting on {len(kept)} documents, holding out {len(held)}")
     first = _fit_models(kept, seed)
     mention_threshold = _choose_mention_threshold(first.mentions, held)
-    first = Models(LinearModel(first.mentions.weights, first.mentions.bias, mention_threshold), first.links)
-    link_threshold = _choose_link_threshold(first, held)
+    first = Models(first.mentions.with_thresholds(mention_threshold), first.links)
+    link_thresholds = _choose_link_thresholds(first, held)
     say(
-        f"thresholds: mentions {mention_threshold}, links {link_threshold}; refitting on {len(docs)} documents"
+        f"thresholds: mentions {mention_threshold}, links {link_thresholds}; refitting on {len(docs)} documents"
     )
     final = _fit_models(docs, seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    LinearModel(final.mentions.weights, final.mentions.bias, mention_threshold).save(out / MENTION_MODEL)
-    LinearModel(final.links.weights, final.links.bias, link_threshold).save(out / LINK_MODEL)
+    final.mentions.with_thresholds(mention_threshold).save(out / MENTION_MODEL)
+    final.links.with_thresholds(*link_thresholds).save(out / LINK_MODEL)
     return {
         "documents": len(docs),
         "mention_threshold": mention_threshold,
-        "link_threshold": link_threshold,
+        "link_thresholds": list(link_thresholds),
         "seconds": round(time.perf_counter() - started, 1),
     }
 

@@ -12,7 +12,7 @@ that score passes the model's threshold; links are closed transitively into clus
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,6 +43,7 @@ class MentionInfo:
     words: str
     first: str
     quoted: bool
+    opens_sentence: bool = False
 
 
 def _agreement(form: str) -> str:
@@ -74,9 +75,15 @@ def describe(tokens: Sequence[Token], span: MorphRange, quoted: bool) -> Mention
 
 
 def describe_all(tokens: Sequence[Token], spans: Sequence[MorphRange]) -> list[MentionInfo]:
-    """:func:`describe` for each mention, with quotation read from the open quote marks before it."""
+    """:func:`describe` for each mention (text order), with quotation read from the open quote marks
+    before it, and whether it is the first mention of its sentence."""
     quotes = np.cumsum([t.form in ('"', "״") for t in tokens]) if tokens else np.zeros(0)
-    return [describe(tokens, s, bool((quotes[s[0] - 1] if s[0] else 0) % 2)) for s in spans]
+    infos, seen = [], set()
+    for span in spans:
+        info = describe(tokens, span, bool((quotes[span[0] - 1] if span[0] else 0) % 2))
+        infos.append(replace(info, opens_sentence=info.sentence not in seen))
+        seen.add(info.sentence)
+    return infos
 
 
 def _bucket(value: int) -> str:
@@ -130,10 +137,11 @@ def pair_features(
     shared = len(a_stems & m_stems)
     if shared and not (a.words == m.words):
         features.append(f"shared={min(shared, 3)}|of={min(len(m_stems), 4)}|types={types}")
-    if m.type in ("pron", "suffix_pron", "demonstrative"):
+    if m.type in PRONOUN_TYPES:
         features.append(f"pron={m.first}|ant_head_end={a.head[-1:]}|ant={a.type}")
         features.append(f"pron={m.first}|ant_first={a.first}")
         features.append(f"pron={m.first}|a={a.type}|sent={sentences}|rank={agree_rank}")
+        features.append(f"ant_opens={a.opens_sentence}|sent={sentences}|agree={agree}|m={m.type}")
     else:
         features.append(f"heads={a.head}>{m.head}")
     if a.span[1] + 2 == m.span[0] and tokens[a.span[1] + 1].form == ",":
@@ -164,14 +172,28 @@ def pair_rows(
     return pairs, rows
 
 
-def cluster(
+PRONOUN_TYPES = frozenset({"pron", "suffix_pron", "demonstrative"})
+
+
+def score_pairs(
     tokens: Sequence[Token], spans: Sequence[MorphRange], model: LinearModel
+) -> tuple[list[MentionInfo], list[tuple[int, int]], np.ndarray]:
+    """The mentions (text order), their candidate pairs and the pairs' log-odds."""
+    infos = describe_all(tokens, sorted(spans))
+    pairs, rows = pair_rows(tokens, infos)
+    return infos, pairs, model.scores(rows)
+
+
+def decode(
+    infos: Sequence[MentionInfo],
+    pairs: Sequence[tuple[int, int]],
+    scores: np.ndarray,
+    thresholds: Sequence[float],
 ) -> list[list[MorphRange]]:
-    """Clusters of the mentions ``spans`` (text order), singletons included."""
-    spans = sorted(spans)
-    pairs, rows = pair_rows(tokens, describe_all(tokens, spans))
-    scores = model.scores(rows)
-    parent = list(range(len(spans)))
+    """Best-first clusters: a mention joins its best antecedent when the score passes the threshold of
+    its type (``thresholds[0]`` nominal, ``thresholds[-1]`` pronouns and demonstratives)."""
+    limits = [thresholds[-1] if info.type in PRONOUN_TYPES else thresholds[0] for info in infos]
+    parent = list(range(len(infos)))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -181,11 +203,18 @@ def cluster(
 
     best: dict[int, tuple[float, int]] = {}
     for (j, i), score in zip(pairs, scores, strict=True):
-        if score > model.threshold and score > best.get(i, (-np.inf, -1))[0]:
+        if score > limits[i] and score > best.get(i, (-np.inf, -1))[0]:
             best[i] = (float(score), j)
     for i, (_, j) in sorted(best.items()):
         parent[root(i)] = root(j)
     groups: dict[int, list[MorphRange]] = {}
-    for i, span in enumerate(spans):
-        groups.setdefault(root(i), []).append(span)
+    for i, info in enumerate(infos):
+        groups.setdefault(root(i), []).append(info.span)
     return list(groups.values())
+
+
+def cluster(
+    tokens: Sequence[Token], spans: Sequence[MorphRange], model: LinearModel
+) -> list[list[MorphRange]]:
+    """Clusters of the mentions ``spans`` (text order), singletons included."""
+    return decode(*score_pairs(tokens, spans, model), model.thresholds)

@@ -27,11 +27,21 @@ def hash_features(features: Sequence[str], bits: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LinearModel:
-    """Weights over hashed features, a bias and the decision threshold chosen on held-out train data."""
+    """Weights over hashed features, a bias and the decision thresholds chosen on held-out train data
+    (the links use two: for nominal anaphors, then for pronouns)."""
 
     weights: np.ndarray
     bias: float
-    threshold: float
+    thresholds: tuple[float, ...] = (0.0,)
+
+    @property
+    def threshold(self) -> float:
+        """The first decision threshold (log-odds)."""
+        return self.thresholds[0]
+
+    def with_thresholds(self, *thresholds: float) -> LinearModel:
+        """The same weights with other thresholds."""
+        return LinearModel(self.weights, self.bias, tuple(float(t) for t in thresholds))
 
     @property
     def bits(self) -> int:
@@ -50,7 +60,7 @@ class LinearModel:
     def save(self, path: str | Path) -> None:
         """Write the model as a compressed .npz."""
         np.savez_compressed(
-            path, weights=self.weights.astype(np.float32), bias=np.array([self.bias, self.threshold])
+            path, weights=self.weights.astype(np.float32), bias=np.array([self.bias, *self.thresholds])
         )
 
     @classmethod
@@ -64,9 +74,9 @@ class LinearModel:
         weights = check_array(data, "weights", "f", 1, fail)
         bias = check_array(data, "bias", "f", 1, fail)
         size = weights.shape[0]
-        if size < 2 or size & (size - 1) or bias.shape != (2,):
-            raise fail("weights must number a power of two and bias hold two values")
-        return cls(weights.astype(np.float64), float(bias[0]), float(bias[1]))
+        if size < 2 or size & (size - 1) or not 2 <= bias.shape[0] <= 4:
+            raise fail("weights must number a power of two and bias hold a bias and 1-3 thresholds")
+        return cls(weights.astype(np.float64), float(bias[0]), tuple(float(t) for t in bias[1:]))
 
 
 def encode(rows: Sequence[Sequence[str]], bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,4 +106,4 @@ def fit(
         loss="log_loss", alpha=alpha, max_iter=epochs, tol=None, random_state=seed, average=True
     )
     classifier.fit(matrix, labels)
-    return LinearModel(classifier.coef_[0].astype(np.float64), float(classifier.intercept_[0]), 0.0)
+    return LinearModel(classifier.coef_[0].astype(np.float64), float(classifier.intercept_[0]))
