@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from tabverify.crosscheck import DiscrepancyKind, align, crosscheck
+from tabverify.crosscheck import DiscrepancyKind, align, crosscheck, match_cells
 from tabverify.table import read_tables
 
 
@@ -187,3 +187,37 @@ def test_a_row_tied_by_one_value_does_not_take_a_column_from_a_copied_row(tmp_pa
         ["Retrieval", "4.8", "11.2", "35.1"],
     ]
     assert columns(tmp_path, target, source) == {1: 2, 2: 3, 3: 5}
+
+
+def test_a_target_stacking_two_blocks_of_the_source_pairs_both(tmp_path: Path) -> None:
+    """The source puts two splits side by side; the target lists each method once per split. No one
+    map of rows and columns holds both, so the second split is a block of its own."""
+    source = [
+        ["Method", "SS 1", "SS 5", "SS 10", "TZ 1", "TZ 5", "TZ 10"],
+        ["C3D-PN", "57.1", "66.4", "71.7", "50.9", "61.9", "67.5"],
+        ["ARN", "66.3", "73.1", "77.9", "61.2", "70.7", "75.2"],
+        ["TRX", "77.5", "88.8", "92.8", "75.2", "88.1", "91.5"],
+    ]
+    target = [
+        ["Method", "Split", "1-shot", "5-shot", "10-shot"],
+        ["C3D-PN", "S", "57.1", "66.4", "71.7"],
+        ["ARN", "S", "66.3", "73.1", "77.9"],
+        ["TRX", "S", "77.5", "88.8", "92.8"],
+        ["C3D-PN", "T", "50.9", "61.9", "67.5"],
+        ["ARN", "T", "61.2", "70.7", "75.2"],
+        ["TRX", "T", "75.2", "88.1", "91.5"],
+    ]
+    t = read_tables(write(tmp_path, "target.html", target))[0]
+    s = read_tables(write(tmp_path, "source.html", source))[0]
+    alignment = align(t, s)
+    assert len(alignment.blocks) == 1
+    pairs = {p.target: p.source for p in match_cells(t, s)}
+    assert len(pairs) == 18 and pairs[(4, 2)] == (1, 4) and pairs[(6, 4)] == (3, 6)
+
+
+def test_rows_sharing_single_values_make_no_block(tmp_path: Path) -> None:
+    """Target rows left over that share one value each with the source are no further block."""
+    target = [list(r) for r in SPARSE] + [["Other", "40.3", "1.0", "-"], ["Another", "9.9", "61.2", "-"]]
+    t = read_tables(write(tmp_path, "target.html", target))[0]
+    s = read_tables(write(tmp_path, "source.html", SPARSE))[0]
+    assert align(t, s).blocks == ()

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
@@ -88,6 +88,10 @@ class Alignment:
         transposed: True when the target's rows are the source's columns.
         pairs: the cell pairs whose values agree, one-to-one.
         support: the summed :attr:`CellPair.weight` of ``pairs`` (the evidence for this source table).
+        blocks: further copied blocks of other target rows, each an alignment of its own (a target
+            that stacks what the source puts side by side: one split's columns under the other's, the
+            same methods listed twice); empty for most copies. ``pairs`` and ``support`` are the
+            main block's; :meth:`all_pairs` holds every block's.
     """
 
     rows: dict[int, int]
@@ -95,6 +99,11 @@ class Alignment:
     transposed: bool
     pairs: tuple[CellPair, ...]
     support: float
+    blocks: tuple[Alignment, ...] = ()
+
+    def all_pairs(self) -> tuple[CellPair, ...]:
+        """The agreeing pairs of the main block and of every further block, one-to-one."""
+        return self.pairs + tuple(p for block in self.blocks for p in block.pairs)
 
     def source_position(self, target: Position) -> Position | None:
         """The source position a target position corresponds to, or None when its row or column
@@ -600,14 +609,67 @@ def align(target: Grid, source: Grid) -> Alignment:
 
     Both orientations are tried (the source as is, and transposed); the one whose agreeing pairs
     have more labels agreeing wins, then the one with more agreeing pairs (both summed by agreement
-    weight: exact 1, rounded 0.8, scaled 0.7).
+    weight: exact 1, rounded 0.8, scaled 0.7). Target rows left unmapped that copy another block of
+    the source are aligned again, as :attr:`Alignment.blocks` (:func:`_further_blocks`).
     """
     candidates = candidate_pairs(target, source)
+    main = _oriented(target, source, candidates)
+    if not candidates:
+        return main
+    blocks = _further_blocks(target, source, candidates, main)
+    return replace(main, blocks=blocks) if blocks else main
+
+
+def _oriented(
+    target: Grid, source: Grid, candidates: dict[Position, list[tuple[Position, Agreement]]]
+) -> Alignment:
+    """The alignment of the better orientation (:func:`align`)."""
     straight = _align(target, source, candidates, transposed=False)
     if not candidates:
         return straight
     flipped = _align(target, source, candidates, transposed=True)
     return flipped if _orientation_evidence(flipped) > _orientation_evidence(straight) else straight
+
+
+BLOCK_TIES = 2
+"""A further copied block is at least this many target rows, each tied to its source line by at least
+this many agreeing values (one value, or one row, is shared by chance; the discrepancy rules ask two
+ties of a row too)."""
+
+
+def _further_blocks(
+    target: Grid,
+    source: Grid,
+    candidates: dict[Position, list[tuple[Position, Agreement]]],
+    main: Alignment,
+) -> tuple[Alignment, ...]:
+    """Copied blocks beyond the main one: the candidates of target rows no block maps yet, to source
+    cells no block pairs yet, aligned again; kept while :data:`BLOCK_TIES` rows are tied by
+    :data:`BLOCK_TIES` values each, with only those rows. A target that stacks one split's columns
+    under another's corresponds to its source in two blocks, which no single one-to-one map of rows
+    and columns can hold."""
+    blocks: list[Alignment] = []
+    mapped_rows = set(main.rows)
+    used = {p.source for p in main.pairs}
+    while True:
+        residual = {}
+        for t, options in candidates.items():
+            kept = [(s, a) for s, a in options if s not in used]
+            if t[0] not in mapped_rows and kept:
+                residual[t] = kept
+        if not residual:
+            break
+        found = _oriented(target, source, residual)
+        pairs = tuple(p for p in found.pairs if p.target[0] not in mapped_rows and p.source not in used)
+        ties = Counter(p.target[0] for p in pairs)
+        rows = {tr: sr for tr, sr in found.rows.items() if ties[tr] >= BLOCK_TIES}
+        if len(rows) < BLOCK_TIES:  # also ends the search: every block maps new rows
+            break
+        pairs = tuple(p for p in pairs if p.target[0] in rows)
+        blocks.append(replace(found, rows=rows, pairs=pairs, support=sum(p.weight for p in pairs)))
+        mapped_rows |= set(rows)
+        used |= {p.source for p in pairs}
+    return tuple(blocks)
 
 
 def _orientation_evidence(alignment: Alignment) -> tuple[float, float]:
@@ -617,5 +679,6 @@ def _orientation_evidence(alignment: Alignment) -> tuple[float, float]:
 
 
 def match_cells(target: Grid, source: Grid) -> list[CellPair]:
-    """Pairs of cells holding the same number with the same meaning, one-to-one (see :func:`align`)."""
-    return list(align(target, source).pairs)
+    """Pairs of cells holding the same number with the same meaning, one-to-one, in every copied
+    block (see :func:`align`)."""
+    return list(align(target, source).all_pairs())
