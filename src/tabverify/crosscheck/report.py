@@ -703,7 +703,18 @@ def crosscheck(
     if best is None:
         return Report(target, sources, None, tuple(ranking), (), (), warnings)
     source = sources[best.index]
-    discrepancies = find_discrepancies(target, source, best.alignment)
+    # a target may stack what the source puts side by side: every copied block is judged
+    discrepancies = [
+        d
+        for block in (best.alignment, *best.alignment.blocks)
+        for d in find_discrepancies(target, source, block)
+    ]
     return Report(
-        target, sources, best.index, tuple(ranking), best.alignment.pairs, tuple(discrepancies), warnings
+        target,
+        sources,
+        best.index,
+        tuple(ranking),
+        best.alignment.all_pairs(),
+        tuple(discrepancies),
+        warnings,
     )
