@@ -86,6 +86,11 @@ def span_features(tokens: Sequence[Token], first: int, last: int) -> list[str]:
         f"before_kind={before.kind if before else '<none>'}|first_kind={a.kind}",
     ]
     features += [f"punct={p}|len={size}" for p in punct]
+    features += [f"inner={t.form}" for t in inner[1:-1] if t.kind in ("stem", "prefix")][:8]
+    after2 = tokens[last + 2] if last + 2 < len(tokens) else None
+    features.append(f"after={_shape(after)}|after2={_shape(after2)}")
+    features.append(f"pattern={''.join(t.kind[0] for t in inner[:7])}")
+    features.append(f"first={a.form}|len={size}")
     if length > 1:
         second = tokens[first + 1]
         features.append(f"second={_shape(second)}|first_kind={a.kind}")
