@@ -171,11 +171,6 @@ MIN_TIES = 2
 one shared value (an input size, a small count, a baseline number two papers both report) ties
 rows that are not copies of each other."""
 
-STRONG_TIES = 3
-"""Agreeing result cells that tie a row even when its label names the method differently from the
-source's (author names against method names: "Reed et al." / "Bootstrap"); a label that adds a
-component ("X+Y" against "X") still keeps the rows apart."""
-
 _MARK = re.compile(r"\\ddagger|\\dagger|\\ast|\\star|\\#|[†‡*∗⋆§¶#]")
 _MARK_NAMES = {"\\dagger": "†", "\\ddagger": "‡", "\\ast": "*", "∗": "*", "\\star": "*", "⋆": "*", "\\#": "#"}
 # words saying a result was produced by the citing paper itself (its method, its runs of others')
@@ -277,30 +272,12 @@ def added_components_differ(a: str, b: str) -> bool:
     return label_words(" ".join(added_a)) != label_words(" ".join(added_b))
 
 
-def same_method(target_label: str, source_label: str) -> bool | None:
-    """Whether two row labels name the same method: True when they name the same thing
-    (:func:`~tabverify.crosscheck.cells.same_name`) or the words of one are all in the other (a
-    source label that also holds its backbone and detector columns), False when they do not or add
-    different components to one base; None when that cannot be told: a label without words (also a
-    source's "Ours", which the citing paper names by the method's name)."""
-    x, y = label_words(target_label), label_words(source_label)
-    if not x or not y:
-        return None
-    if added_components_differ(target_label, source_label):
-        return False
-    return same_name(target_label, source_label) or x <= y or y <= x
-
-
 def _same_row(target_label: str, source_label: str, ties: int) -> bool:
     """A target row tied by ``ties`` agreeing result cells is the source row when the tie reaches
-    :data:`MIN_TIES` and the labels name the same method; when the labels cannot tell, or name it
-    differently without adding components, the tie must be strong (:data:`STRONG_TIES`)."""
-    if ties < MIN_TIES:
-        return False
-    same = same_method(target_label, source_label)
-    if same:
-        return True
-    return ties >= STRONG_TIES and not added_components_differ(target_label, source_label)
+    :data:`MIN_TIES` and the labels do not add different components to one base ("X+Y" against
+    "X"). Labels named differently otherwise ("Reed et al." against "Bootstrap": authors against a
+    method) do not keep the rows apart: two agreeing result cells are the evidence."""
+    return ties >= MIN_TIES and not added_components_differ(target_label, source_label)
 
 
 def _abbreviates(short: str, long: str) -> bool:
