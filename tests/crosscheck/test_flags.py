@@ -92,6 +92,14 @@ def test_a_fraction_among_percentages_is_a_scale_slip(tmp_path: Path) -> None:
     assert check(tmp_path, fractions) == {}
 
 
+def test_a_fraction_in_a_column_of_two_copied_values_is_a_scale_slip(tmp_path: Path) -> None:
+    # a target quoting two of the source's rows: one Top-1 is copied as written, the other as a fraction
+    target = [list(SOURCE[0]), list(SOURCE[1]), list(SOURCE[2])]
+    target[2][1] = "0.7737"
+    flags = check(tmp_path, target)
+    assert list(flags) == [(2, 1)] and flags[(2, 1)].kind is DiscrepancyKind.SCALE
+
+
 def test_two_rows_exchanged_in_a_column_are_a_row_swap(tmp_path: Path) -> None:
     flags = check(tmp_path, copy((2, 1, "79.85"), (3, 1, "77.37")))
     assert {p: d.kind for p, d in flags.items()} == {

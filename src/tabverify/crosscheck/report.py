@@ -322,8 +322,8 @@ def _target_position(alignment: Alignment, s: Position) -> Position | None:
 
 def _scale_slips(alignment: Alignment) -> set[CellPair]:
     """Pairs agreeing only through the percent/fraction factor of 100 in a target column (a row, for a
-    transposed copy) whose other pairs - at least :data:`MIN_TIES` - agree without it: a unit is
-    changed for a whole column, so one such cell is a slip (45.67 copied as 0.4567)."""
+    transposed copy) whose other pairs - at least one - agree without it: a unit is changed for a
+    whole column, so one such cell among values copied as written is a slip (45.67 copied as 0.4567)."""
     line = 1 if not alignment.transposed else 0
     by_line: dict[int, list[CellPair]] = defaultdict(list)
     for pair in alignment.pairs:
@@ -331,7 +331,7 @@ def _scale_slips(alignment: Alignment) -> set[CellPair]:
     slips = set()
     for pairs in by_line.values():
         scaled = [p for p in pairs if p.agreement is Agreement.SCALED]
-        if len(scaled) == 1 and len(pairs) - 1 >= MIN_TIES:
+        if len(scaled) == 1 and len(pairs) > 1:
             slips.add(scaled[0])
     return slips
 
