@@ -355,16 +355,22 @@ def test_the_sql_fallback_reads_decades_as_memory_does(
 
     monkeypatch.setattr(compiler, "MAX_PAIRS", 0)
     table = Table.from_rows(DECADE_HEADER, DECADE_ROWS)
-    sql_table = prepare_table(table, tmp_path / f"decades.{engine}", engine)
-    db = connect(tmp_path / f"decades.{engine}")
+    results = _agreeing_results(table, DECADE_PROGRAMS, tmp_path / f"decades.{engine}", engine)
+    # 1945 and 1940 (1949.5 is no year); the dates of 1941, 1947 and 1949
+    assert results[DECADE_PROGRAMS[0]][0] == 2.0 and results[DECADE_PROGRAMS[3]][0] == 3.0
+
+
+def _agreeing_results(table: Table, programs: list[str], path: Path, engine: str) -> dict[str, tuple]:
+    """Each program's (memory, SQL) results on ``table`` stored at ``path``, checked to agree."""
+    sql_table = prepare_table(table, path, engine)
+    db = connect(path)
     try:
-        results = {p: _run_both(p, table, db, sql_table) for p in DECADE_PROGRAMS}
+        results = {p: _run_both(p, table, db, sql_table) for p in programs}
     finally:
         db.close()
     for program, (memory, sql) in results.items():
         assert _agree(memory, sql), (program, memory, sql)
-    # 1945 and 1940 (1949.5 is no year); the dates of 1941, 1947 and 1949
-    assert results[DECADE_PROGRAMS[0]][0] == 2.0 and results[DECADE_PROGRAMS[3]][0] == 3.0
+    return results
 
 
 INFLECTION_HEADER = ["member", "result", "team"]
@@ -397,13 +403,6 @@ def test_the_sql_executor_reads_inflected_words_as_memory_does(
 
     monkeypatch.setattr(compiler, "MAX_PAIRS", max_pairs)
     table = Table.from_rows(INFLECTION_HEADER, INFLECTION_ROWS)
-    sql_table = prepare_table(table, tmp_path / f"inflection.{engine}", engine)
-    db = connect(tmp_path / f"inflection.{engine}")
-    try:
-        results = {p: _run_both(p, table, db, sql_table) for p in INFLECTION_PROGRAMS}
-    finally:
-        db.close()
-    for program, (memory, sql) in results.items():
-        assert _agree(memory, sql), (program, memory, sql)
+    results = _agreeing_results(table, INFLECTION_PROGRAMS, tmp_path / f"inflection.{engine}", engine)
     assert [results[p][0] for p in INFLECTION_PROGRAMS[:5]] == [1.0, 2.0, 0.0, 0.0, 3.0]
     assert [results[p][0] for p in INFLECTION_PROGRAMS[5:]] == [True, True, True, False]
