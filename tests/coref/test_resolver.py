@@ -127,3 +127,29 @@ def test_cli_missing_input_and_bad_bench_data(tmp_path: Path) -> None:
     assert bench.exit_code == 2 and "KibutzR" in bench.output
     test_split = runner.invoke(app, ["bench", "coref", "--data", str(tmp_path), "--split", "test"])
     assert test_split.exit_code == 2
+
+
+def test_raw_text_links_an_embedded_pronoun(tmp_path: Path) -> None:
+    from tabverify.coref.resolver.pipeline import resolve
+
+    text = "דני קנה מכונית חדשה. הוא אוהב אותה מאוד."
+    doc = resolve(text)
+    suffix = text.index("אותה") + 3  # the ה of אותה is _היא, "her"
+    car = text.index("מכונית")
+    entity = next(e for e in doc.entities if any((m.start, m.end) == (suffix, suffix + 1) for m in e))
+    assert any(m.start == car for m in entity)
+    assert next(m for m in entity if m.start == suffix).subkind == "embedded_pronoun"
+
+
+def test_cli_hostile_texts(tmp_path: Path) -> None:
+    empty, english, long = tmp_path / "empty.txt", tmp_path / "english.txt", tmp_path / "long.txt"
+    empty.write_text("", encoding="utf-8")
+    english.write_text("The cat sat. It slept.", encoding="utf-8")
+    long.write_text("דני הלך הביתה. " * 20_000, encoding="utf-8")
+    out = tmp_path / "o.json"
+    result = runner.invoke(app, ["coref", "resolve", str(empty), "--out", str(out)])
+    assert result.exit_code == 0 and json.loads(out.read_text(encoding="utf-8"))["clusters"] == []
+    result = runner.invoke(app, ["coref", "resolve", str(english), "--out", str(out)])
+    assert result.exit_code == 0 and "no Hebrew letters" in result.output
+    result = runner.invoke(app, ["coref", "resolve", str(long), "--out", str(out)])
+    assert result.exit_code == 2 and "at most 200,000" in result.output

@@ -208,6 +208,9 @@ def resolve(
             else:
                 write_conllu([to_token_document(doc) for doc in documents], written)
             write_output(out_file, written.read_text(encoding="utf-8"), "--out")
+    for doc in documents:
+        if doc.text.strip() and not any("\u0590" <= ch <= "\u05ff" for ch in doc.text):
+            warn(f"document {doc.doc_id!r} has no Hebrew letters; the resolver is trained on Hebrew only")
     mentions = sum(len(e) for doc in documents for e in doc.entities)
     out.print(text(f"{len(documents)} document(s), {mentions} mention(s); wrote {out_file}"))
 

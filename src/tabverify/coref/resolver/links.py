@@ -190,10 +190,12 @@ def decode(
     scores: np.ndarray,
     thresholds: Sequence[float],
 ) -> list[list[MorphRange]]:
-    """Best-first clusters: a mention joins its best antecedent when the score passes the threshold of
-    its type (``thresholds[0]`` nominal, ``thresholds[-1]`` pronouns and demonstratives)."""
+    """Best-first clusters, in text order: a mention joins its best-scoring antecedent whose score passes
+    the threshold of its type (``thresholds[0]`` nominal, ``thresholds[-1]`` pronouns and
+    demonstratives) and whose cluster holds no personal pronoun of another person, gender or number."""
     limits = [thresholds[-1] if info.type in PRONOUN_TYPES else thresholds[0] for info in infos]
     parent = list(range(len(infos)))
+    pronouns = [{info.agreement} if info.type in ("pron", "suffix_pron") else set() for info in infos]
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -201,12 +203,21 @@ def decode(
             i = parent[i]
         return i
 
-    best: dict[int, tuple[float, int]] = {}
+    options: dict[int, list[tuple[float, int]]] = {}
     for (j, i), score in zip(pairs, scores, strict=True):
-        if score > limits[i] and score > best.get(i, (-np.inf, -1))[0]:
-            best[i] = (float(score), j)
-    for i, (_, j) in sorted(best.items()):
-        parent[root(i)] = root(j)
+        if score > limits[i]:
+            options.setdefault(i, []).append((-float(score), j))
+    for i in sorted(options):
+        mine = pronouns[root(i)]
+        for _, j in sorted(options[i]):
+            theirs = pronouns[root(j)]
+            if mine and theirs and not mine & theirs:
+                continue
+            top = root(j)
+            if top != root(i):
+                pronouns[top] = theirs | pronouns[root(i)]
+                parent[root(i)] = top
+            break
     groups: dict[int, list[MorphRange]] = {}
     for i, info in enumerate(infos):
         groups.setdefault(root(i), []).append(info.span)
