@@ -3,8 +3,9 @@
 ``resolve(text)`` segments raw text (:func:`tabverify.coref.resolver.morph.segment`), splits
 sentences after ``.``, ``?`` and ``!``, detects mentions and links them with the shipped models, and
 returns character spans with kinds and sub-kinds (:func:`tabverify.coref.document.classify_span`),
-singletons included. :func:`resolve_tokens` does the same on morphemes already known (the
-gold-morpheme setting) given each morpheme's character span.
+entities of two or more mentions only (the KibutzR ``no_singleton`` convention).
+:func:`resolve_tokens` does the same on morphemes already known (the gold-morpheme setting) given
+each morpheme's character span.
 """
 
 from __future__ import annotations
@@ -90,8 +91,13 @@ def resolve_tokens(
     spans: Sequence[Span | None],
     models: Models | None = None,
 ) -> Document:
-    """Resolve morphemes whose character spans in ``text`` are known (the gold-morpheme setting)."""
-    return build_document(doc_id, text, spans, predict(tokens, models or load_models()))
+    """Resolve morphemes whose character spans in ``text`` are known (the gold-morpheme setting).
+
+    Only entities of two or more mentions are kept: the detector over-generates on purpose (its
+    threshold is chosen for CoNLL-F1) and leaves what the linker does not link as singletons.
+    """
+    clusters = predict(tokens, models or load_models())
+    return build_document(doc_id, text, spans, [c for c in clusters if len(c) > 1])
 
 
 def resolve(text: str, doc_id: str = "doc", models: Models | None = None) -> Document:
