@@ -224,6 +224,8 @@ def run_benchmark(
             "mentions": _metric(result.mentions["aligned"]),
             "subword_mentions": _metric(result.mentions["subword"]),
         },
+        # mention detection by kind and sub-kind of the key mention (the scorer's views)
+        "mentions_by_kind": {view: _metric(value) for view, value in result.mentions.items()},
         "protocol": "overlap 0.8, key data/conllu/no_singleton, singletons dropped on both sides",
         "resolve_seconds": round(seconds, 2),
     }
