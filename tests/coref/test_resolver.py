@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from tabverify.cli import app
 from tabverify.coref.resolver.data import read_document
+from tabverify.coref.resolver.links import describe_all, pair_features
 from tabverify.coref.resolver.mentions import candidates
 from tabverify.coref.resolver.pipeline import build_document, resolve_file
 from tabverify.text.spans import Span
@@ -64,6 +65,16 @@ def test_candidates_never_start_or_end_on_a_marker_or_prefix(kibutzr_file: Path)
     assert all(tokens[a].kind != "prefix" and tokens[b].kind in ("stem", "suffix") for a, b in spans)
     assert not any(tokens[a].form == "_של_" or tokens[b].form == "_של_" for a, b in spans)
     assert all(tokens[a].sentence == tokens[b].sentence for a, b in spans)
+
+
+def test_link_features_mark_an_anaphor_contained_in_its_antecedent(kibutzr_file: Path) -> None:
+    tokens = read_document(kibutzr_file).tokens
+    new_car, the_car, dani = describe_all(tokens, [(2, 3), (14, 15), (0, 0)])
+    # "the car" (ה_ מכונית, 2 sentences on) after "a new car": its stems are all in the antecedent's
+    assert "contained|def=True|sent=2" in pair_features(tokens, new_car, the_car, 0, (0, 0))
+    # not the other way round, and not for an unrelated mention
+    assert not any(f.startswith("contained") for f in pair_features(tokens, the_car, new_car, 0, (0, 0)))
+    assert not any(f.startswith("contained") for f in pair_features(tokens, dani, the_car, 0, (0, 0)))
 
 
 def test_build_document_anchors_unwritten_morphemes() -> None:

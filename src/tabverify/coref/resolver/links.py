@@ -3,7 +3,8 @@
 A logistic model scores (antecedent, mention) pairs with features that carry Hebrew signal: the
 pronoun type (suffix pronoun ``_הוא``, free pronoun, nominal), gender and number (from the pronoun,
 else from the head's ending: ות plural feminine, ים plural masculine, ה/ת singular feminine), exact
-and head string match without clitics, distance in sentences and mentions, nesting, apposition
+and head string match without clitics, the anaphor's stems all among the antecedent's
+(by definiteness), distance in sentences and mentions, nesting, apposition
 (``X , Y``) and quotation (inside or outside quotes, first-person pronouns). Decoding is best-first:
 a mention links to its highest-scoring antecedent among the previous :data:`WINDOW` mentions when
 that score passes the model's threshold; links are closed transitively into clusters.
@@ -144,6 +145,12 @@ def pair_features(
         features.append(f"ant_opens={a.opens_sentence}|sent={sentences}|agree={agree}|m={m.type}")
     else:
         features.append(f"heads={a.head}>{m.head}")
+        # the anaphor's stems all in the antecedent's: "the minister" after "the finance minister"
+        if m_stems and m_stems <= a_stems and a.words != m.words:
+            inner = tokens[m.span[0] : m.span[1] + 1]
+            head_at = next((k for k, t in enumerate(inner) if t.kind == "stem"), 0)
+            definite = any(t.kind == "article" for t in inner[: head_at + 1])  # ה before the head
+            features.append(f"contained|def={definite}|sent={sentences}")
     if a.span[1] + 2 == m.span[0] and tokens[a.span[1] + 1].form == ",":
         features.append(f"apposition|types={types}")
     if m.span[0] and tokens[m.span[0] - 1].kind == "stem" and m.type == "suffix_pron":
