@@ -20,9 +20,8 @@ import numpy as np
 from tabverify.coref.resolver.data import MorphRange, Token
 from tabverify.coref.resolver.model import LinearModel
 
-WINDOW = 15
-"""How many earlier mentions a mention may link to (any earlier mention with its head too); chosen for
-held-out train CoNLL-F1: 6 -> 49.0, 10 -> 50.9, 15 -> 50.9, 25 -> 50.5, 40 -> 50.4, 80 -> 48.9."""
+WINDOW = 40
+"""How many earlier mentions a mention may link to."""
 
 PRONOUNS = {
     "אני": "1sg", "אנחנו": "1pl", "אנו": "1pl", "אתה": "2msg", "את": "2fsg", "אתם": "2mpl", "אתן": "2fpl",
