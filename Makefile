@@ -71,8 +71,12 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_speed.py --data $(DATA) --limit 2000
 	$(PY) scripts/bench_recall.py --data $(DATA)
 	$(PY) scripts/bench_bootstrap.py --data $(DATA)
-	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --out results/arxiveri-dev.json
+	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --cv 5 --out results/arxiveri-dev.json
+	$(PY) scripts/bench_crosscheck_flags.py --data $(ARXIVERI) --out results/crosscheck-flags-dev.json \
+		--markdown results/crosscheck-flags-dev.md --seed 0
 	$(PY) scripts/bench_coref_speed.py --data $(COREF)
+	for input in raw gold-morphemes; do $(VENV)/bin/tabverify bench coref --data $(COREF)/hebrew/kibutzr --split dev \
+		--input $$input --out results/coref-dev-$$input.json || exit 1; done
 
 # The table lake and TRL-Bench suites (docs/lake.md; about an hour on 2 cores with the lexical
 # encoder; LAKE_ENCODER=minilm for the sentence encoder).
@@ -92,6 +96,7 @@ train: $(VENV)/.installed
 	$(VENV)/bin/tabverify train tabfact --data $(DATA) --jobs $(JOBS) --out src/tabverify/models
 	for encoder in minilm hashing; do $(VENV)/bin/tabverify train nei --claims $(CLAIMDB)/claims-dev.jsonl \
 		--schema $(CLAIMDB)/schema --encoder $$encoder --out src/tabverify/models || exit 1; done
+	$(VENV)/bin/tabverify train coref --data $(COREF)/hebrew/kibutzr --out src/tabverify/models
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests scripts
