@@ -8,27 +8,11 @@ Every table is written to disk as HTML (header rows in ``<thead>``) and read bac
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 from tabverify.crosscheck import DiscrepancyKind, align, crosscheck, match_cells
 from tabverify.table import read_tables
-
-
-def write(tmp_path: Path, name: str, rows: list[list[str]], header_rows: int = 1) -> Path:
-    """An HTML document holding one table whose first ``header_rows`` rows are header cells."""
-
-    def row(cells: list[str], tag: str) -> str:
-        return "<tr>" + "".join(f"<{tag}>{escape(c)}</{tag}>" for c in cells) + "</tr>"
-
-    head = "".join(row(r, "th") for r in rows[:header_rows])
-    body = "".join(row(r, "td") for r in rows[header_rows:])
-    path = tmp_path / name
-    path.write_text(
-        f"<html><body><table><thead>{head}</thead><tbody>{body}</tbody></table></body></html>",
-        encoding="utf-8",
-    )
-    return path
+from tests.crosscheck.html_files import write
 
 
 def flags(
@@ -36,8 +20,8 @@ def flags(
 ):
     """The discrepancies of ``target`` against ``source`` (the source table given), by position."""
     report = crosscheck(
-        write(tmp_path, "target.html", target, header_rows[0]),
-        write(tmp_path, "source.html", source, header_rows[1]),
+        write(tmp_path, "target.html", target, header_rows=header_rows[0]),
+        write(tmp_path, "source.html", source, header_rows=header_rows[1]),
         model=None,
     )
     return {d.target: d for d in report.discrepancies}
@@ -47,8 +31,8 @@ def columns(
     tmp_path: Path, target: list[list[str]], source: list[list[str]], header_rows: tuple[int, int] = (1, 1)
 ):
     """The target column -> source column map of the alignment."""
-    t = read_tables(write(tmp_path, "target.html", target, header_rows[0]))[0]
-    s = read_tables(write(tmp_path, "source.html", source, header_rows[1]))[0]
+    t = read_tables(write(tmp_path, "target.html", target, header_rows=header_rows[0]))[0]
+    s = read_tables(write(tmp_path, "source.html", source, header_rows=header_rows[1]))[0]
     return align(t, s).columns
 
 

@@ -9,7 +9,6 @@ import importlib.util
 import random
 import sys
 from decimal import Decimal
-from html import escape
 from pathlib import Path
 from types import ModuleType
 
@@ -20,6 +19,7 @@ from tabverify.crosscheck import DiscrepancyKind, crosscheck
 from tabverify.crosscheck.report import added_components_differ, is_result, own_marks, own_rows
 from tabverify.table import read_tables
 from tabverify.table.scientific import parse_measurement
+from tests.crosscheck.html_files import write
 
 SOURCE = [
     ["Method", "Top-1", "Top-5", "Params (M)", "FLOPs (G)"],
@@ -29,19 +29,6 @@ SOURCE = [
     ["Swin-T", "81.29", "95.53", "28.3", "4.5"],
     ["ConvNeXt-T", "82.14", "95.86", "28.6", "4.5"],
 ]
-
-
-def write(tmp_path: Path, name: str, rows: list[list[str]], caption: str = "") -> Path:
-    """An HTML document holding one table (first row: header cells)."""
-    head = "".join(f"<th>{escape(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows[1:])
-    path = tmp_path / name
-    path.write_text(
-        f"<html><body><table><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead>"
-        f"<tbody>{body}</tbody></table></body></html>",
-        encoding="utf-8",
-    )
-    return path
 
 
 def check(tmp_path: Path, target: list[list[str]], caption: str = "", source: list[list[str]] = SOURCE):
