@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tabverify.cli import app
-from tabverify.coref.resolver.data import read_document
-from tabverify.coref.resolver.links import describe_all, pair_features
+from tabverify.coref.resolver.data import Token, read_document
+from tabverify.coref.resolver.links import MAX_FAR, WINDOW, describe_all, pair_features, pair_rows
 from tabverify.coref.resolver.mentions import candidates
 from tabverify.coref.resolver.pipeline import build_document, resolve_file
 from tabverify.text.spans import Span
@@ -163,4 +163,17 @@ def test_cli_hostile_texts(tmp_path: Path) -> None:
     result = runner.invoke(app, ["coref", "resolve", str(english), "--out", str(out)])
     assert result.exit_code == 0 and "no Hebrew letters" in result.output
     result = runner.invoke(app, ["coref", "resolve", str(long), "--out", str(out)])
-    assert result.exit_code == 2 and "at most 200,000" in result.output
+    assert result.exit_code == 2 and "at most 100,000" in result.output
+
+
+def test_a_text_repeating_one_head_offers_a_bounded_number_of_antecedents() -> None:
+    # 2,000 mentions of one head: each is offered the previous WINDOW mentions and at most MAX_FAR
+    # earlier ones, not all of them (the pairs once grew with the square of the text and a long
+    # repetitive text ran out of memory)
+
+    tokens = [Token("דני", "stem", i) for i in range(2_000)]
+    infos = describe_all(tokens, [(i, i) for i in range(2_000)])
+    pairs, rows = pair_rows(tokens, infos)
+    assert len(pairs) == len(rows) <= 2_000 * (WINDOW + MAX_FAR)
+    far = [(j, i) for j, i in pairs if j < i - WINDOW]
+    assert far and all(i - j <= WINDOW + MAX_FAR for j, i in far)  # the most recent ones

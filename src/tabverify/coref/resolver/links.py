@@ -12,7 +12,7 @@ that score passes the model's threshold; links are closed transitively into clus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -158,24 +158,41 @@ def pair_features(
     return features
 
 
-def pair_rows(
+MAX_FAR = 100
+"""Earlier same-head mentions beyond the window offered as antecedents: the most recent ones only, so a
+text repeating one head thousands of times stays linear (KibutzR train offers at most 40 with gold
+mentions, so training is unchanged)."""
+
+_SCORE_BATCH = 20_000
+"""Pairs scored at a time when resolving (their feature lists are not all held at once)."""
+
+
+def _pairs(
     tokens: Sequence[Token], infos: Sequence[MentionInfo]
-) -> tuple[list[tuple[int, int]], list[list[str]]]:
-    """The (antecedent, mention) pairs to score and their features: the previous :data:`WINDOW` mentions,
-    and any earlier mention with the same head."""
-    pairs, rows = [], []
+) -> Iterator[tuple[tuple[int, int], list[str]]]:
+    """Each (antecedent, mention) pair to score, with its features: the previous :data:`WINDOW`
+    mentions, and the :data:`MAX_FAR` most recent earlier mentions with the same head."""
     by_head: dict[str, list[int]] = {}
     for i, m in enumerate(infos):
         agreeing = same_head = 0
         window = range(i - 1, max(-1, i - WINDOW - 1), -1)
-        far = [j for j in reversed(by_head.get(m.head, [])) if j < i - WINDOW]
-        for j in [*window, *far]:
+        far = [j for j in reversed(by_head.get(m.head, [])[-(WINDOW + MAX_FAR) :]) if j < i - WINDOW]
+        for j in [*window, *far[:MAX_FAR]]:
             a = infos[j]
-            pairs.append((j, i))
-            rows.append(pair_features(tokens, a, m, i - j - 1, (agreeing, same_head)))
+            yield (j, i), pair_features(tokens, a, m, i - j - 1, (agreeing, same_head))
             agreeing += a.agreement == m.agreement
             same_head += a.head == m.head
         by_head.setdefault(m.head, []).append(i)
+
+
+def pair_rows(
+    tokens: Sequence[Token], infos: Sequence[MentionInfo]
+) -> tuple[list[tuple[int, int]], list[list[str]]]:
+    """The (antecedent, mention) pairs to score and their features (:func:`_pairs`), as lists."""
+    pairs, rows = [], []
+    for pair, row in _pairs(tokens, infos):
+        pairs.append(pair)
+        rows.append(row)
     return pairs, rows
 
 
@@ -187,8 +204,17 @@ def score_pairs(
 ) -> tuple[list[MentionInfo], list[tuple[int, int]], np.ndarray]:
     """The mentions (text order), their candidate pairs and the pairs' log-odds."""
     infos = describe_all(tokens, sorted(spans))
-    pairs, rows = pair_rows(tokens, infos)
-    return infos, pairs, model.scores(rows)
+    pairs: list[tuple[int, int]] = []
+    scores: list[np.ndarray] = []
+    batch: list[list[str]] = []
+    for pair, row in _pairs(tokens, infos):
+        pairs.append(pair)
+        batch.append(row)
+        if len(batch) == _SCORE_BATCH:
+            scores.append(model.scores(batch))
+            batch = []
+    scores.append(model.scores(batch) if batch else np.zeros(0))
+    return infos, pairs, np.concatenate(scores)
 
 
 def decode(

@@ -28,7 +28,7 @@ from tabverify.text.spans import Span
 
 MENTION_MODEL = "coref_mention.npz"
 LINK_MODEL = "coref_link.npz"
-MAX_CHARACTERS = 200_000
+MAX_CHARACTERS = 100_000
 """The longest text resolved; longer texts are refused with a message (ValueError)."""
 
 _SENTENCE_END = frozenset({".", "?", "!"})
