@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from tabverify.cli import bench, claimdb, coref, crosscheck, lake, lake_enrich, sql, verify
+from tabverify.cli import bench, claimdb, coref, crosscheck, lake, lake_enrich, serve, sql, verify
 from tabverify.cli.output import EXIT_INPUT, EXIT_INTERNAL, clean, err, one_line, print_error
 from tabverify.errors import TabverifyError
 
@@ -48,7 +48,7 @@ def _metavars_only_in_help() -> None:
 
 _metavars_only_in_help()
 
-for module in (verify, crosscheck, coref, bench, sql, claimdb, lake, lake_enrich):
+for module in (verify, crosscheck, coref, bench, sql, claimdb, lake, lake_enrich, serve):
     module.register(app)
 
 

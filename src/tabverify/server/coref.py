@@ -1,0 +1,5 @@
+"""The coref page and its API routes (being built)."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

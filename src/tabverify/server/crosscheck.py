@@ -1,0 +1,5 @@
+"""The crosscheck page and its API routes (being built)."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

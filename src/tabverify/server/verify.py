@@ -1,0 +1,5 @@
+"""The verify page and its API routes (being built)."""
+
+from fastapi import APIRouter
+
+router = APIRouter()
