@@ -13,7 +13,7 @@ EXAMPLES := src/tabverify/examples
 ENTITY ?= ../shared/datasets/entity-matching
 LAKE_ENCODER ?= lexical
 
-.PHONY: demo demo-llm test bench bench-lake lint format train clean
+.PHONY: demo demo-llm serve test bench bench-lake lint format train clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,14 +21,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed results/league.duckdb
 	$(VENV)/bin/tabverify check $(EXAMPLE) \
 		"the salem miners game had the lowest attendance" \
 		"there were 2 games against the dayton rivers"
 	$(VENV)/bin/tabverify check $(EXAMPLE) "the game against albany comets was in week 2" || [ $$? -eq 1 ]
 	$(VENV)/bin/tabverify program run $(EXAMPLE) "eq{count{filter_eq{all_rows; opponent; dayton rivers}}; 2}"
-	mkdir -p results
-	$(PY) -c "import duckdb; duckdb.connect('results/league.duckdb').execute(\"CREATE OR REPLACE TABLE games AS SELECT * FROM read_csv('$(EXAMPLE)')\").close()"
 	$(VENV)/bin/tabverify sql results/league.duckdb "SELECT opponent, count(*) AS games FROM games GROUP BY 1 ORDER BY 2 DESC"
 	$(VENV)/bin/tabverify check --db results/league.duckdb --table games --cache results/value-index \
 		"there were 2 games against the dayton rivers"
@@ -51,6 +49,18 @@ demo: $(VENV)/.installed
 		{ $(VENV)/bin/tabverify check --lake results/demo.lake "the amazing race season 2 premiered on march 11 , 2002" \
 			|| [ $$? -eq 1 ]; }; \
 	else echo "demo: $(DATA)/data/all_csv not found; skipping the lake example (set DATA=DIR)"; fi
+
+# The example table as a DuckDB database (the demo queries it; `make serve` offers it on its pages)
+results/league.duckdb: $(EXAMPLE) | $(VENV)/.installed
+	mkdir -p results
+	$(PY) -c "import duckdb; duckdb.connect('$@.tmp').execute(\"CREATE OR REPLACE TABLE games AS SELECT * FROM read_csv('$(EXAMPLE)')\").close()"
+	mv $@.tmp $@
+
+# The web app on the shipped examples: the league table as a database, and the demo's lake when
+# `make demo` has built it. SERVE_ARGS='--port 8080 --workers 2' to change it.
+serve: $(VENV)/.installed results/league.duckdb
+	$(VENV)/bin/tabverify serve --db league=results/league.duckdb \
+		$$([ -d results/demo.lake ] && echo --lake demo=results/demo.lake) $(SERVE_ARGS)
 
 # The ClaimDB agent against a REAL local model server (llama-cpp-python serving the packaged base
 # gemma-3-270m; scripts/demo_llm.py, docs/llm.md). Portable CPU flags: a -march=native build can use
@@ -77,6 +87,7 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_coref_speed.py --data $(COREF)
 	for input in raw gold-morphemes; do $(VENV)/bin/tabverify bench coref --data $(COREF)/hebrew/kibutzr --split dev \
 		--input $$input --out results/coref-dev-$$input.json || exit 1; done
+	$(PY) scripts/bench_serve.py --clients 1,8,32 --requests 400 --memory-requests 2000 --out results/serve-bench.json
 
 # The table lake and TRL-Bench suites (docs/lake.md; about an hour on 2 cores with the lexical
 # encoder; LAKE_ENCODER=minilm for the sentence encoder).
