@@ -17,10 +17,20 @@ from tabverify.errors import TableError, TableSizeError
 from tabverify.table.grid import MAX_GRID_CELLS, CellBudget, Grid
 from tabverify.table.html import read_html_tables
 from tabverify.table.latex import read_latex_tables
-from tabverify.table.readers import delimited_rows, header_and_rows, read_text, sniff_delimiter
+from tabverify.table.model import Table
+from tabverify.table.readers import (
+    MAX_TABLE_CELLS,
+    delimited_rows,
+    header_and_rows,
+    read_text,
+    sniff_delimiter,
+    table_from_grid,
+    table_from_json,
+)
 
 _MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 DOCUMENT_FORMATS = ("html", "latex", "markdown", "csv", "tsv", "json")
+"""The formats :func:`read_tables` and :func:`read_table_text` read (besides ``auto``)."""
 
 
 def _md_cells(line: str) -> list[str]:
@@ -203,3 +213,47 @@ def read_tables(path: str | Path, fmt: str = "auto") -> list[Grid]:
     if fmt == "json":
         return read_paper_json(files.parse_json(text, str(path), TableError), source, budget)
     raise TableError(f"unknown document format {fmt!r}; use one of auto, {', '.join(DOCUMENT_FORMATS)}")
+
+
+def read_table_text(text: str, fmt: str = "auto", name: str = "table", number: int = 1) -> tuple[Table, int]:
+    """Table ``number`` (from 1) of a document given as text - pasted into a form or uploaded - and
+    how many tables the document holds (so a caller can say which one it read).
+
+    Args:
+        text: CSV or TSV (first line the header), JSON (records, ``{"header", "rows"}`` or an arXiVeri
+            paper record), an HTML page or fragment, a LaTeX source, or Markdown with a pipe table.
+        fmt: ``auto`` (by the suffix of ``name``, then by content) or one of :data:`DOCUMENT_FORMATS`.
+        name: the table's name, used in messages and as ``Table.name`` (e.g. the uploaded file's name).
+        number: which table of a document holding several.
+
+    Raises:
+        TableError: empty or binary text, no table, a ragged CSV/TSV or JSON table, malformed input,
+            a table number the document does not have, or more cells than the readers accept.
+    """
+    if not text.strip():
+        raise TableError(f"{name}: the table is empty; expected a header row and data rows")
+    if "\x00" in text[:4096]:
+        raise TableError(f"{name}: looks like binary data (NUL bytes); expected a text table")
+    if fmt == "auto":
+        fmt = detect_format(Path(name), text)
+    if fmt in ("csv", "tsv"):
+        # a CSV/TSV text is one table whose rows must all be as long as the header (a ragged row is
+        # an error here, where a document's grid would pad it)
+        delimiter = "\t" if fmt == "tsv" else sniff_delimiter(text)
+        return table_from_grid(delimited_rows(text, delimiter, name, MAX_TABLE_CELLS), name, name=name), 1
+    if fmt == "json":
+        data = files.parse_json(text, name, TableError)
+        if not (isinstance(data, dict) and "list_table_and_caption" in data):
+            return table_from_json(data, source=name, name=name), 1
+        grids = read_paper_json(data, name, CellBudget(name))
+    elif fmt == "html":
+        grids = read_html_tables(text, name, CellBudget(name))
+    elif fmt == "latex":
+        grids = read_latex_tables(text, name, CellBudget(name))
+    elif fmt == "markdown":
+        grids = read_markdown_tables(text, name, CellBudget(name))
+    else:
+        raise TableError(f"unknown table format {fmt!r}; use one of auto, {', '.join(DOCUMENT_FORMATS)}")
+    if not 1 <= number <= len(grids):
+        raise TableError(f"{name}: table {number} asked for, but the document holds {len(grids)}")
+    return grids[number - 1].to_table(), len(grids)

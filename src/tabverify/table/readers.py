@@ -115,9 +115,16 @@ def _check_size(columns: int, data_rows: int, source: str) -> None:
         )
 
 
-def _from_grid(
-    grid: Iterable[list[str]], source: str, caption: str, name: str, json_rows: bool = False
+def table_from_grid(
+    grid: Iterable[list[str]], source: str, caption: str = "", name: str = "", json_rows: bool = False
 ) -> Table:
+    """A table from rows of fields whose first non-blank row is the header (blank rows skipped).
+
+    Raises:
+        TableError: no rows, a header without names, a row longer or shorter than the header
+            (``json_rows``: numbered as rows of a JSON ``"rows"`` list, else as lines of a file), or
+            more than :data:`MAX_TABLE_CELLS` cells.
+    """
     header, rows = header_and_rows(grid, source)
     _check_size(len(header), len(rows), source)
     for number, row in enumerate(rows, start=1 if json_rows else 2):
@@ -146,7 +153,7 @@ def read_tabfact_csv(path: str | Path, caption: str = "") -> Table:
     lines = text.splitlines()
     if len(lines) > MAX_TABLE_CELLS or text.count("#") > MAX_TABLE_CELLS:
         raise TableError(f"{path}: more than {MAX_TABLE_CELLS:,} cells, the most a table may have")
-    return _from_grid((line.split("#") for line in lines), str(path), caption, path.name)
+    return table_from_grid((line.split("#") for line in lines), str(path), caption, path.name)
 
 
 def read_csv(path: str | Path, delimiter: str | None = None, caption: str = "") -> Table:
@@ -161,7 +168,7 @@ def read_csv(path: str | Path, delimiter: str | None = None, caption: str = "") 
     if delimiter is None:
         delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else sniff_delimiter(text)
     grid = delimited_rows(text, delimiter, str(path), MAX_TABLE_CELLS)
-    return _from_grid(grid, str(path), caption, path.name)
+    return table_from_grid(grid, str(path), caption, path.name)
 
 
 def sniff_delimiter(text: str) -> str:
@@ -208,7 +215,7 @@ def table_from_json(data: Any, source: str = "json", caption: str = "", name: st
                 )
         caption = caption or _caption(data.get("caption"), source)
         _check_size(len(header), len(rows), source)
-        return _from_grid(
+        return table_from_grid(
             [[_str(h, source, "header") for h in header]]
             + [[_str(v, source, f"row {i}") for v in r] for i, r in enumerate(rows, start=1)],
             source,
