@@ -196,22 +196,42 @@ def read_tables(path: str | Path, fmt: str = "auto") -> list[Grid]:
             tables expand to more than :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells.
     """
     path = Path(path)
-    text = read_text(path)
+    return read_tables_text(read_text(path), path.name, fmt, str(path))
+
+
+def read_tables_text(text: str, name: str, fmt: str = "auto", where: str | None = None) -> list[Grid]:
+    """Every table of a document given as text (an upload, say), as :func:`read_tables` reads a file.
+
+    Args:
+        text: the document's text.
+        name: its file name: names the grids (``NAME#tableN``) and, with ``fmt="auto"``, its suffix
+            picks the format. Never opened: it may be any string a user sent.
+        fmt: as for :func:`read_tables`.
+        where: how messages name the document [default: ``name``].
+
+    Raises:
+        TableError: the text is empty, holds NUL bytes, holds no table, is malformed, or its tables
+            expand to more than :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells.
+    """
+    where = name if where is None else where
+    if not text.strip():
+        raise TableError(f"{where}: the document is empty; expected a document with a table")
+    if "\x00" in text[:4096]:
+        raise TableError(f"{where}: looks like a binary file (NUL bytes); expected a text document")
     if fmt == "auto":
-        fmt = detect_format(path, text)
-    source = path.name
-    budget = CellBudget(source, MAX_GRID_CELLS)
+        fmt = detect_format(Path(name), text)
+    budget = CellBudget(name, MAX_GRID_CELLS)
     if fmt == "html":
-        return read_html_tables(text, source, budget)
+        return read_html_tables(text, name, budget)
     if fmt == "latex":
-        return read_latex_tables(text, source, budget)
+        return read_latex_tables(text, name, budget)
     if fmt == "markdown":
-        return read_markdown_tables(text, source, budget)
+        return read_markdown_tables(text, name, budget)
     if fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else sniff_delimiter(text)
-        return [read_delimited(text, delimiter, source, budget)]
+        return [read_delimited(text, delimiter, name, budget)]
     if fmt == "json":
-        return read_paper_json(files.parse_json(text, str(path), TableError), source, budget)
+        return read_paper_json(files.parse_json(text, where, TableError), name, budget)
     raise TableError(f"unknown document format {fmt!r}; use one of auto, {', '.join(DOCUMENT_FORMATS)}")
 
 
