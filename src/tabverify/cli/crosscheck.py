@@ -121,44 +121,24 @@ def crosscheck(
 ) -> None:
     """Check the numbers a table copied from cited sources: which source table, which cells, which
     copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input."""
-    from tabverify.crosscheck import check_workload
-    from tabverify.crosscheck import crosscheck as run_crosscheck
+    from tabverify.crosscheck.documents import check_documents
 
     check_output(html, "--html", [target, *sources])
     targets = read_document(target)
-    if table is not None:
-        if not 1 <= table <= len(targets):
-            fail(f"--table {table}: {target} has {len(targets)} table(s); choose 1 to {len(targets)}")
-        chosen = [(table, targets[table - 1])]
-    else:
-        chosen = list(enumerate(targets, start=1))
-    documents = [(path, read_document(path)) for path in sources]
-    results: list[tuple[str, Path, int, Report]] = []
+    documents = [(str(path), read_document(path)) for path in sources]
     try:
-        check_workload([grid for _, grid in chosen], [grid for _, tables in documents for grid in tables])
-        for number, grid in chosen:
-            for path, tables in documents:
-                title = f"{target.name} table {number} <- {path.name}"
-                results.append((title, path, number, run_crosscheck(grid, tables)))
+        run = check_documents(str(target), targets, documents, table)
     except TabverifyError as exc:
         fail(str(exc))
-    found = sum(len(report.discrepancies) for *_, report in results)
+    found = run.discrepancies
     if html is not None:
         from tabverify.crosscheck.html import render_html
 
-        write_output(html, render_html([(title, report) for title, _, _, report in results]), "--html")
+        write_output(html, render_html(run.sections()), "--html")
     if as_json:
-        payload = {
-            "target": str(target),
-            "discrepancies": found,
-            "results": [
-                {"target_table": number, "source": str(path), **report.to_dict()}
-                for _, path, number, report in results
-            ],
-        }
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(json.dumps(run.to_dict(), ensure_ascii=False, indent=2))
     else:
-        for title, _, _, report in results:
+        for title, report in run.sections():
             print_report(title, report)
         if html is not None:
             out.print(text(f"wrote {html}"))

@@ -22,9 +22,12 @@ from tabverify.table.scientific import display_text
 
 Position = tuple[int, int]
 
-_STYLE = """
+_PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; border-top: 1px solid #ccc; padding-top: 1em; }
+"""
+
+REPORT_STYLE = """
 .side { display: flex; gap: 2em; align-items: flex-start; flex-wrap: wrap; }
 .side > div { overflow-x: auto; max-width: 100%; }
 table.grid { border-collapse: collapse; font-size: 0.85em; }
@@ -186,10 +189,16 @@ def _section(title: str, report: Report) -> str:
     return "\n".join(parts)
 
 
+def render_sections(sections: Sequence[tuple[str, Report]]) -> str:
+    """The report's body as an HTML fragment, one section per (title, report), styled by
+    :data:`REPORT_STYLE` (the web app shows it inside its own page)."""
+    return "\n".join(_section(name, report) for name, report in sections)
+
+
 def render_html(sections: Sequence[tuple[str, Report]], title: str = "tabverify crosscheck") -> str:
     """A complete HTML page with one section per (title, report)."""
-    body = "\n".join(_section(name, report) for name, report in sections)
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>\n{body}\n</body></html>\n"
+        f"<style>{_PAGE_STYLE}{REPORT_STYLE}</style></head><body><h1>{escape(title)}</h1>\n"
+        f"{render_sections(sections)}\n</body></html>\n"
     )
