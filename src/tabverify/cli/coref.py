@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -12,29 +11,13 @@ import typer
 from rich.table import Table as RichTable
 
 from tabverify.cli.output import check_output, fail, input_errors, out, text, warn, write_output
+from tabverify.errors import TabverifyError
 
 coref_app = typer.Typer(
     help="Score coreference, also with mentions inside words (Hebrew).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-def parse_weights(items: list[str]) -> dict[str, float]:
-    """``KIND=W`` options as a dict; a weight must be a finite number >= 0."""
-    weights: dict[str, float] = {}
-    for item in items:
-        kind, _, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            fail(f"--weight {item!r}: write KIND=NUMBER, e.g. embedded_pronoun=3")
-        if not kind.strip() or not math.isfinite(number) or number < 0:
-            fail(
-                f"--weight {item!r}: the weight must be a finite number >= 0 after a kind, e.g. embedded_pronoun=3"
-            )
-        weights[kind.strip()] = number
-    return weights
 
 
 class _StderrWarnings(logging.Handler):
@@ -108,11 +91,15 @@ def score(
     micro-averaged over documents, with mention detection views. Exit 0, or 2 on bad input."""
     from tabverify.coref import read_documents
     from tabverify.coref import score as run_score
+    from tabverify.coref.options import parse_weights
 
     library_log = logging.getLogger("tabverify")
     if not any(isinstance(h, _StderrWarnings) for h in library_log.handlers):
         library_log.addHandler(_StderrWarnings(logging.WARNING))
-    kind_weights = parse_weights(weight or [])
+    try:
+        kind_weights = parse_weights(weight or [])
+    except TabverifyError as exc:
+        fail(f"--weight {exc}")
     check_output(html, "--html", [key, response, raw])
     if raw is not None:
         if fmt not in ("auto", "kibutzr"):

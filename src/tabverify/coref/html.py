@@ -24,8 +24,9 @@ from tabverify.coref.document import Document, Mention, text_order
 from tabverify.coref.duplicates import last_listing
 from tabverify.coref.score import CorefResult, DocumentAlignment
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+_PAGE_STYLE = "body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }\n"
+
+REPORT_STYLE = """
 .text { white-space: pre-wrap; unicode-bidi: plaintext; line-height: 2.1; border: 1px solid #ddd;
         padding: 0.6em; font-size: 1.05em; }
 .b { font-weight: 700; } sub { font-size: 0.65em; }
@@ -153,9 +154,21 @@ def _section(scored: DocumentAlignment) -> str:
     )
 
 
-def render_alignment(result: CorefResult) -> str:
-    """The HTML page for a scored response: one section per document pair, drawn from the
-    alignment the scores were computed with."""
+def render_entities(doc: Document) -> str:
+    """One document's text with every mention bracketed in its entity's colour and name (``E`` + the
+    name), sub-word mentions inside their words - e.g. the resolver's output - as an HTML fragment
+    styled by :data:`REPORT_STYLE`."""
+    brackets = {
+        m: _Bracket(_colour(i), "E" + doc.entity_label(i))
+        for i, entity in enumerate(doc.entities)
+        for m in entity
+    }
+    return f'<div class="text entities" dir="auto">{_marked(doc, brackets)}</div>'
+
+
+def alignment_fragment(result: CorefResult) -> str:
+    """The alignment view's body as an HTML fragment (legend, warnings, one section per document
+    pair), styled by :data:`REPORT_STYLE` (the web app shows it inside its own page)."""
     sections = "".join(_section(scored) for scored in result.alignments)
     notes = "".join(f"<li>{escape(w)}</li>" for w in result.warnings)
     options = "; ".join(f"{k}: {v}" for k, v in result.options.items() if v is not None)
@@ -167,8 +180,14 @@ def render_alignment(result: CorefResult) -> str:
         'entity stands for another gold entity than its partner\'s), <span class="lost">[</span> a '
         'missed gold mention, <span class="extra">[</span> a spurious one.</p>'
     )
+    return f"{legend}{'<ul class=warnings>' + notes + '</ul>' if notes else ''}{sections}"
+
+
+def render_alignment(result: CorefResult) -> str:
+    """The HTML page for a scored response: one section per document pair, drawn from the
+    alignment the scores were computed with."""
     return (
         '<!DOCTYPE html>\n<html lang="und" dir="auto"><head><meta charset="utf-8"><title>tabverify coref alignment'
-        f"</title><style>{_STYLE}</style></head><body><h1>Coreference alignment</h1>{legend}"
-        f"{'<ul class=warnings>' + notes + '</ul>' if notes else ''}{sections}</body></html>\n"
+        f"</title><style>{_PAGE_STYLE}{REPORT_STYLE}</style></head><body><h1>Coreference alignment</h1>"
+        f"{alignment_fragment(result)}</body></html>\n"
     )
