@@ -24,7 +24,10 @@ from tabverify.coref.document import Document, Mention, text_order
 from tabverify.coref.duplicates import last_listing
 from tabverify.coref.score import CorefResult, DocumentAlignment
 
-_PAGE_STYLE = "body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }\n"
+_PAGE_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+h2 { border-top: 1px solid #ccc; padding-top: 0.8em; }
+"""
 
 REPORT_STYLE = """
 .text { white-space: pre-wrap; unicode-bidi: plaintext; line-height: 2.1; border: 1px solid #ddd;
@@ -35,7 +38,6 @@ REPORT_STYLE = """
 tr.wrong td { background: #fdd; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: start; unicode-bidi: plaintext; }
-h2 { border-top: 1px solid #ccc; padding-top: 0.8em; }
 """
 
 _NEUTRAL = "#555"  # a system entity that stands for no gold entity
