@@ -209,6 +209,7 @@ def test_the_form_reruns_an_edited_program_without_javascript(client: TestClient
         ({"statements": "x"}, {"file": ("t.csv", b"", "text/csv")}, 400, "empty"),
         ({"statements": "x"}, {"file": ("t.csv", b"\xff\xfe\x00a,b", "text/csv")}, 400, "UTF-8"),
         ({"text": LEAGUE, "statements": "x" * 1001}, None, 400, "at most 1,000"),
+        ({"text": "a,b\n" + "1,2\n" * 300_000, "statements": "x"}, None, 400, "the form could not be read"),
     ],
 )
 def test_bad_form_input_is_one_line_on_the_page(
@@ -278,3 +279,27 @@ def test_a_configured_database_table_is_checked_with_sql(tmp_path: Path) -> None
         assert _evidence_cells(page.text) == ["hartford hawks", "hartford hawks"]
         assert f'<p class="sql">sql: <code>{escape(verdict["sql"])}</code>' in page.text
         assert str(path) not in page.text.split("Verdicts", 1)[1].split("</h2>", 1)[0]
+
+
+def test_a_long_table_shows_its_first_rows_and_every_evidence_row(client: TestClient) -> None:
+    rows = "\n".join(f"team {n},{n * 10}" for n in range(1, 201))
+    page = client.post(
+        "/verify", data={"text": f"team,points\n{rows}\n", "statements": "team 150 has 1500 points"}
+    )
+    assert page.status_code == 200, page.text
+    labels = re.findall(r'<th scope="row">(\d+)</th>', page.text)
+    assert labels == [str(n) for n in range(1, 31)] + ["150"]
+    assert "team 150" in _evidence_cells(page.text)
+    assert "169 more rows not shown" in page.text
+
+
+def test_a_large_upload_is_checked_and_the_page_says_it_is_not_kept(client: TestClient) -> None:
+    rows = "\n".join(f"team {n},{n},{'long note ' * 600}" for n in range(1, 101))
+    upload = f"team,points,notes\n{rows}\n".encode()
+    assert len(upload) > 500_000
+    page = client.post(
+        "/verify", data={"statements": "team 7 has 7 points"}, files={"file": ("big.csv", upload)}
+    )
+    assert page.status_code == 200, page.text
+    assert 'class="label ENTAILED"' in page.text
+    assert "too large to keep in the form: upload it again to run a program" in page.text

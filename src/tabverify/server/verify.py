@@ -43,9 +43,10 @@ ROWS_SHOWN = 30
 """The page shows a table's first rows, plus every row that holds evidence."""
 FORMATS = ("auto", "csv", "tsv", "json", "html", "markdown", "latex")
 """The table formats the page and the API read (``auto``: by file name, then by content)."""
-KEEP_TEXT_CHARS = 1_000_000
+KEEP_TEXT_BYTES = 500_000
 """An uploaded table up to this size is put back into the page's text box, so a re-run (which
-sends the form again) has it; Starlette refuses a larger text field."""
+sends the form again) has it; Starlette refuses a text field over 1 MB, and a browser sends the
+box's line ends as two bytes each."""
 
 Cell = str | int | float | bool | None
 Statement = Annotated[str, StringConstraints(min_length=1, max_length=MAX_STATEMENT_CHARS)]
@@ -204,7 +205,7 @@ def run_work(source: dict[str, Any], program: str, view: bool) -> dict[str, Any]
 def _kept(source: dict[str, Any]) -> str | None:
     """The text of an uploaded table for the page's text box (None when it is too large or not text)."""
     text = source.get("text")
-    if isinstance(text, bytes) and len(text) <= KEEP_TEXT_CHARS:
+    if isinstance(text, bytes) and len(text) <= KEEP_TEXT_BYTES:
         try:
             return text.decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -327,7 +328,9 @@ async def verify_submit(request: Request) -> Response:
         try:
             data = await request.form()
         except StarletteHTTPException as exc:  # a malformed or oversized form
-            raise ApiError(exc.status_code, f"the form could not be read: {exc.detail}") from None
+            raise ApiError(
+                exc.status_code, f"the form could not be read ({exc.detail}); upload a large table as a file"
+            ) from None
         fields.update({k: v for k, v in data.items() if isinstance(v, str) and k in EMPTY_FORM})
         source = await _form_source(request, data, fields)
         if data.get("rerun") is not None:
@@ -344,7 +347,7 @@ async def verify_submit(request: Request) -> Response:
         error = as_api_error(exc)
         return _form_page(request, fields, error.status, error=error.message)
     extra = result.pop("extra")
-    _keep_text(fields, extra)
+    _keep_text(fields, extra, source)
     marks = [{(c["row"], c["column"]) for c in verdict["evidence"]} for verdict in result["verdicts"]]
     return _form_page(request, fields, result=result, view=extra["view"], note=extra["note"], marks=marks)
 
@@ -364,14 +367,18 @@ async def _rerun(
         raise ApiError(422, f"the program is {len(program):,} characters; at most {MAX_PROGRAM_CHARS:,}")
     run = await workers_of(request).run(run_work, source, program, True)
     extra = run.pop("extra")
-    _keep_text(fields, extra)
+    _keep_text(fields, extra, source)
     marks = {(c["row"], c["column"]) for c in run["evidence"]}
     return _form_page(request, fields, run=run, view=extra["view"], note=extra["note"], run_marks=marks)
 
 
-def _keep_text(fields: dict[str, str], extra: dict[str, Any]) -> None:
+def _keep_text(fields: dict[str, str], extra: dict[str, Any], source: dict[str, Any]) -> None:
+    """Put an uploaded table's text into the form's text box, or say why it is not there."""
     if extra.get("text") is not None:
         fields["text"] = extra["text"]
+    elif isinstance(source.get("text"), bytes):
+        kept = f"the uploaded table is larger than {KEEP_TEXT_BYTES:,} bytes, too large to keep in the form: "
+        extra["note"] = " ".join(filter(None, [extra["note"], kept + "upload it again to run a program"]))
 
 
 async def _form_source(request: Request, data: FormData, fields: dict[str, str]) -> dict[str, Any]:
