@@ -10,12 +10,14 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tabverify.coref import read_documents
+from tabverify.server.uploads import safe_name
 from tests.server.conftest import EXAMPLES, ROOT
 
 GOLD = ("coref_gold.jsonl", (EXAMPLES / "coref_gold.jsonl").read_bytes())
@@ -179,3 +181,28 @@ def test_document_ids_texts_and_names_are_escaped(client: TestClient) -> None:
     assert resolved.status_code == 200
     assert "<script>alert" not in resolved.text and "<img src=x" not in resolved.text
     assert "&lt;script&gt;" in resolved.text
+
+
+@pytest.mark.parametrize(
+    ("name", "safe"),
+    [
+        ("gold.conllu", "gold.conllu"),
+        ("../../etc/passwd", "passwd"),
+        ("..", "__"),
+        ("..\\..\\boot.ini", "boot"),
+        (".hidden.jsonl", "_hidden.jsonl"),
+        ("<script>.json", "_script_.json"),
+        ("htb:1.conllu", "htb:1.conllu"),
+        ("report.exe", "report"),
+        ("", "upload"),
+    ],
+)
+def test_temporary_copies_get_safe_names(name: str, safe: str) -> None:
+    assert safe_name(name) == safe
+
+
+def test_temporary_copies_are_removed(client: TestClient) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("tabverify-upload-*"))
+    assert _score(client, "/api/coref/score").status_code == 200
+    assert _score(client, "/api/coref/score", ("k.json", b"{")).status_code == 400
+    assert set(Path(tempfile.gettempdir()).glob("tabverify-upload-*")) <= before

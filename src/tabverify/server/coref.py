@@ -170,6 +170,11 @@ def _page(request: Request, status: int = 200, error: str | None = None, **conte
                 match_modes=MATCH_MODES, max_characters=MAX_CHARACTERS, **context)  # fmt: skip
 
 
+def _json_text(payload: dict[str, Any]) -> str:
+    """The payload as ``tabverify coref score --json`` prints it."""
+    return json.dumps(payload, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
 def _download(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
@@ -203,10 +208,10 @@ async def score_form(request: Request, form: Annotated[ScoreForm, Depends()]) ->
         error = as_api_error(exc)
         return _page(request, error.status, error.message, fields=form.fields)
     payload = result["payload"]
-    text = json.dumps(payload, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    text = _json_text(payload)
     # the fragment comes from the library's renderer, which escapes every text of the documents
     return _page(request, fields=form.fields, scores=payload, download=_download(text),
-                 alignment=Markup(result["html"]))  # noqa: S704  # fmt: skip
+                 alignment=Markup(result["html"]))  # fmt: skip
 
 
 @router.post("/coref/resolve", include_in_schema=False, response_class=HTMLResponse)
@@ -217,12 +222,12 @@ async def resolve_form(
     try:
         _check_text(text, doc_id)
         result = await workers_of(request).run(resolve_work, text, doc_id, True)
-    except (ApiError, TabverifyError, ValueError) as exc:
-        error = as_api_error(exc if not isinstance(exc, ValueError) else ApiError(400, str(exc)))
+    except (ApiError, TabverifyError) as exc:
+        error = as_api_error(exc)
         return _page(request, error.status, error.message, fields=fields)
     hebrew = any("\u0590" <= ch <= "\u05ff" for ch in text)
     return _page(request, fields=fields, resolved=result["record"], download=_download(result["jsonl"]),
-                 entities=Markup(result["html"]), hebrew=hebrew)  # noqa: S704  # fmt: skip
+                 entities=Markup(result["html"]), hebrew=hebrew)  # fmt: skip
 
 
 @router.post(
@@ -242,8 +247,7 @@ async def score_api(request: Request, form: Annotated[ScoreForm, Depends()]) -> 
     "mentions", "options", "documents", "warnings"}` as `coref score --json` does. 400 for an empty,
     binary or malformed file, documents that do not pair up or a bad option; 504 past the time limit."""
     result = await form.run(request, with_html=False)
-    return Response(json.dumps(result["payload"], ensure_ascii=False, indent=2, allow_nan=False) + "\n",
-                    media_type="application/json")  # fmt: skip
+    return Response(_json_text(result["payload"]), media_type="application/json")
 
 
 class ResolveBody(BaseModel):
@@ -265,9 +269,6 @@ async def resolve_api(request: Request, body: ResolveBody) -> Response:
     end, {"kind", "subkind"}], ...], ...]}`: mentions as character offsets (sub-word mentions inside
     their words), entities of two or more mentions. 400 for empty text, 413 past the length cap,
     415 unless sent as application/json."""
-    _check_text(body.text, body.doc_id)
-    try:
-        result = await workers_of(request).run(resolve_work, body.text, body.doc_id, False)
-    except ValueError as exc:
-        raise ApiError(400, str(exc)) from None
+    _check_text(body.text, body.doc_id)  # resolve's own length check (a ValueError) can then not fail
+    result = await workers_of(request).run(resolve_work, body.text, body.doc_id, False)
     return Response(result["jsonl"], media_type="application/json")
