@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -151,3 +152,10 @@ class DatabaseClaimVerifier:
         verdict = TableVerifier().verify(claim, open_table(self.database, table))
         note = TraceStep("note", f"offline: the claim names one table, {table}; single-table program search")
         return replace(verdict, trace=(note, *verdict.trace))
+
+
+def claims_report(source: str, mode: str, results: Sequence[Verdict | Undecided]) -> dict[str, object]:
+    """The JSON record of claims checked against a whole database: ``tabverify check --db --json``
+    and the web API's ``POST /api/databases/{name}/check`` print this. ``source`` names the database
+    (the CLI's target, the server's configured name), ``mode`` is :attr:`DatabaseClaimVerifier.mode`."""
+    return {"database": source, "verifier": mode, "verdicts": [r.to_dict() for r in results]}

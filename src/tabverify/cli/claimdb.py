@@ -162,7 +162,7 @@ def check_database(
 
     Exit 0: all entailed; 1: some refuted or NOT ENOUGH INFO; 2: bad input, or a claim left
     undecided (offline, over several tables) or without a verdict (the model server failed)."""
-    from tabverify.claimdb.verifier import VERIFIERS, DatabaseClaimVerifier, Undecided
+    from tabverify.claimdb.verifier import VERIFIERS, DatabaseClaimVerifier, Undecided, claims_report
     from tabverify.database import connect
 
     if verifier not in VERIFIERS:
@@ -188,8 +188,7 @@ def check_database(
         checker = DatabaseClaimVerifier(database, verifier=verifier, llm=config, trace=trace, encoder=encoder)
         results = [checker.verify(c, extra_info) for c in claims]
     if as_json:
-        payload = {"database": db, "verifier": checker.mode, "verdicts": [r.to_dict() for r in results]}
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(json.dumps(claims_report(db, checker.mode, results), ensure_ascii=False, indent=2))
     else:
         for result in results:
             if isinstance(result, Undecided):

@@ -143,7 +143,7 @@ def lake_search(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """The K tables of LAKE nearest a text (--query) or a table (--table): id, score, caption."""
-    from tabverify.lake.store import Lake
+    from tabverify.lake.store import Lake, search_record
 
     if (query is None) == (table is None):
         fail("give one of --query TEXT or --table FILE")
@@ -159,16 +159,12 @@ def lake_search(
             else:
                 assert table is not None
                 hits = opened.search_table(_read_table(table), k)
-            rows = [_hit(opened, rank, hit) for rank, hit in enumerate(hits, start=1)]
+            record = search_record(
+                opened, hits, source=str(lake), query=query, table=str(table) if table is not None else None,
+                mode="keywords" if keywords else "vector",
+            )  # fmt: skip
+    rows = record["hits"]
     if as_json:
-        record = {
-            "lake": str(lake),
-            "encoder": opened.meta["encoder"],
-            "query": query,
-            "table": str(table) if table is not None else None,
-            "mode": "keywords" if keywords else "vector",
-            "hits": rows,
-        }
         out.print(json.dumps(record, ensure_ascii=False), soft_wrap=True)
         return
     if not rows:
@@ -201,18 +197,6 @@ def _read_table(path: Path) -> Any:
     from tabverify.table.readers import load_table
 
     return load_table(path)
-
-
-def _hit(lake: Any, rank: int, hit: Any) -> dict[str, Any]:
-    info = lake.info(hit.id)
-    return {
-        "rank": rank,
-        "id": hit.id,
-        "score": round(float(hit.score), 6),
-        "caption": info.caption,
-        "n_rows": info.n_rows,
-        "n_columns": info.n_columns,
-    }
 
 
 def register(app: typer.Typer) -> None:

@@ -711,3 +711,10 @@ def check_with_lake(
     verdict, used = chosen
     runners = tuple(c.id for c in found if c.id != used)
     return replace(verdict, evidence_table=used, runners_up=runners)
+
+
+def lake_check_record(source: str, verdicts: Sequence[Verdict]) -> dict[str, object]:
+    """The JSON record of statements checked against a lake (:func:`check_with_lake`), as
+    ``tabverify check --lake --json`` prints it; ``source`` names the lake (a path, or the web
+    server's configured name). Each verdict names its ``evidence_table`` and ``runners_up``."""
+    return {"lake": source, "verdicts": [v.to_dict() for v in verdicts]}

@@ -690,3 +690,25 @@ def _get_encoder(name: str) -> Any:
     from tabverify.lake.encoders import get_table_encoder
 
     return get_table_encoder(name)
+
+
+def search_record(
+    lake: Lake, hits: Sequence[Hit], *, source: str, query: str | None, table: str | None, mode: str
+) -> dict[str, Any]:
+    """The JSON record of a lake search: ``tabverify lake search --json`` and the web API's
+    ``POST /api/lakes/{name}/search`` print this. ``source`` names the lake (the CLI's path, the
+    server's configured name); ``query`` or ``table`` is what was searched for; ``mode`` is
+    ``vector`` or ``keywords``. Each hit carries its rank, id, score, caption and size."""
+    rows = []
+    for rank, hit in enumerate(hits, start=1):
+        info = lake.info(hit.id)
+        rows.append({
+            "rank": rank,
+            "id": hit.id,
+            "score": round(float(hit.score), 6),
+            "caption": info.caption,
+            "n_rows": info.n_rows,
+            "n_columns": info.n_columns,
+        })  # fmt: skip
+    return {"lake": source, "encoder": lake.meta["encoder"], "query": query, "table": table, "mode": mode,
+            "hits": rows}  # fmt: skip
