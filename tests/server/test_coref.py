@@ -87,6 +87,25 @@ def test_other_formats_are_read(client: TestClient, tmp_path: Path) -> None:
     assert same.status_code == 200 and same.json()["documents"] == 1
 
 
+KIBUTZR = "#begin document htb:5\nדני\t1\t1\t_\t(1)\nראה\t1\t2\t_\t_\nאת\t1\t3\t_\t_\nבית\t1\t4\t_\t(2\n_הוא\t1\t5\t_\t(1)|2)\n#end document\n"
+
+
+def test_kibutzr_morphemes_align_onto_uploaded_raw_texts(client: TestClient) -> None:
+    key = ("htb:5.conllu", KIBUTZR.encode())
+    files = [("key", key), ("response", key), ("raw", ("5.txt", "דני ראה את ביתו".encode()))]
+    on_characters = client.post("/api/coref/score", files=files, data={"match": "overlap"})
+    assert on_characters.status_code == 200, on_characters.text
+    # on the raw text the suffix pronoun _הוא is the ו inside ביתו: a sub-word mention, found
+    assert on_characters.json()["mentions"]["embedded_pronoun"]["recall"] == 1.0
+    on_morphemes = _score(client, "/api/coref/score", key, key, match="overlap")
+    assert on_morphemes.status_code == 200
+    assert on_morphemes.json()["mentions"]["embedded_pronoun"]["recall"] == 0.0  # no sub-word mention there
+    refused = client.post("/api/coref/score", files=files, data={"format": "json"})
+    assert refused.status_code == 400 and "raw texts apply to KibutzR" in refused.json()["error"]["message"]
+    page = client.post("/coref/score", files=files, data={"match": "overlap"})
+    assert page.status_code == 200 and 'id="alignment"' in page.text and "ביתו" in page.text
+
+
 @pytest.mark.parametrize(
     ("key", "options", "status", "message"),
     [

@@ -37,6 +37,9 @@ from tabverify.server.uploads import MAX_NAME_CHARS, Upload, read_upload, saved
 
 router = APIRouter()
 
+MAX_RAW_FILES = 200
+"""The most KibutzR raw texts one request may carry."""
+
 DEFAULT_THRESHOLD = 0.8
 """The overlap threshold when none is given (as ``coref score``)."""
 
@@ -45,6 +48,10 @@ KeyFile = Annotated[
 ]
 ResponseFile = Annotated[
     UploadFile, File(description="System documents, paired with the key's by document id")
+]
+RawFiles = Annotated[
+    list[UploadFile] | None,
+    File(description="KibutzR: raw texts (<n>.txt for htb:<n>.conllu) to align morphemes onto, as --raw"),
 ]
 FormatField = Annotated[str, Form(description=f"auto (by name and content) or one of {', '.join(FORMATS)}")]
 MatchField = Annotated[str, Form(description=f"Mention matching: {', '.join(MATCH_MODES)}")]
@@ -59,14 +66,21 @@ WeightField = Annotated[
 ]
 
 
-def score_work(key: Upload, response: Upload, options: dict[str, Any], with_html: bool) -> dict[str, Any]:
+def score_work(
+    key: Upload, response: Upload, raw: list[Upload], options: dict[str, Any], with_html: bool
+) -> dict[str, Any]:
     """Read and score the uploads (in a worker): ``{"payload": <coref score --json>}`` plus, with
-    ``with_html``, ``"html"``: the alignment view as a fragment."""
+    ``with_html``, ``"html"``: the alignment view as a fragment. ``raw``: KibutzR raw texts
+    (``<n>.txt``) to align morphemes onto, as ``coref score --raw FOLDER``."""
     fmt = options.pop("fmt")
-    with saved({"key": key, "response": response}, CorefFormatError) as paths:
+    uploads: dict[str, Upload | list[Upload]] = {"key": key, "response": response}
+    if raw:
+        uploads["raw"] = raw
+    with saved(uploads, CorefFormatError) as paths:
         documents = {}
-        for role, path in paths.items():
-            documents[role] = read_documents(path, fmt)
+        for role in ("key", "response"):
+            path = paths[role]
+            documents[role] = read_documents(path, fmt, paths.get("raw"))
             if not documents[role]:
                 raise CorefFormatError(f"{path}: holds no documents; check the file and the format")
         result = score(documents["key"], documents["response"], **options)
@@ -129,6 +143,7 @@ class ScoreForm:
         self,
         key: KeyFile,
         response: ResponseFile,
+        raw: RawFiles = None,
         format: FormatField = "auto",  # noqa: A002 - the CLI's option name
         match: MatchField = "exact",
         threshold: ThresholdField = "",
@@ -140,7 +155,7 @@ class ScoreForm:
         blanc: BlancField = "conll",
         weights: WeightField = "",
     ) -> None:
-        self.key, self.response = key, response
+        self.key, self.response, self.raw = key, response, raw or []
         self.fields = {
             "format": format, "match": match, "threshold": threshold, "singletons": singletons,
             "zeros": zeros, "zero_match": zero_match, "blanc": blanc, "weights": weights,
@@ -151,9 +166,16 @@ class ScoreForm:
         f = self.fields
         options = _options(f["format"], f["match"], f["threshold"], f["singletons"], f["zeros"],
                            f["zero_match"], f["blanc"], f["weights"])  # fmt: skip
+        # a file input left empty sends a part without a name: no raw texts
+        chosen = [item for item in self.raw if item.filename]
+        if chosen and options["fmt"] not in ("auto", "kibutzr"):
+            raise ApiError(400, f"raw texts apply to KibutzR morpheme files, not format {options['fmt']}")
+        if len(chosen) > MAX_RAW_FILES:
+            raise ApiError(413, f"{len(chosen)} raw texts: one request takes at most {MAX_RAW_FILES}")
         key = await read_upload(self.key, "key")
         response = await read_upload(self.response, "response")
-        return await workers_of(request).run(score_work, key, response, options, with_html)
+        raw = [await read_upload(item, "raw") for item in chosen]
+        return await workers_of(request).run(score_work, key, response, raw, options, with_html)
 
 
 DEFAULT_FIELDS = {

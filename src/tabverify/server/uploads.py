@@ -73,20 +73,34 @@ def safe_name(name: str) -> str:
 
 
 @contextmanager
-def saved(uploads: dict[str, Upload], error: type[TabverifyError]) -> Iterator[dict[str, Path]]:
-    """Write each upload (role -> upload) as UTF-8 text to ``TMP/ROLE/<safe name>`` and yield role ->
-    path; the folder is removed afterwards. An error raised inside names the upload, not the path.
+def saved(
+    uploads: dict[str, Upload | list[Upload]], error: type[TabverifyError]
+) -> Iterator[dict[str, Path]]:
+    """Write each upload as UTF-8 text to ``TMP/ROLE/<safe name>`` and yield role -> its path; a role
+    given a list of uploads (KibutzR raw texts) yields its folder. The temporary folder is removed
+    afterwards, and an error raised inside names the upload, not its temporary path.
+
+    Raises:
+        error: an upload that is not UTF-8 text, or two uploads of one role with the same safe name.
     """
     with tempfile.TemporaryDirectory(prefix="tabverify-upload-") as folder:
-        paths = {}
-        for role, upload in uploads.items():
+        paths: dict[str, Path] = {}
+        names: dict[str, str] = {}  # temporary path -> the upload's name, for messages
+        for role, given in uploads.items():
             (Path(folder) / role).mkdir()
-            paths[role] = Path(folder) / role / safe_name(upload[0])
-            paths[role].write_text(upload_text(upload, error), encoding="utf-8")
+            for upload in given if isinstance(given, list) else [given]:
+                path = Path(folder) / role / safe_name(upload[0])
+                if path.exists():
+                    raise error(f"{upload[0]}: two {role} files are named {path.name}; rename one")
+                path.write_text(upload_text(upload, error), encoding="utf-8")
+                names[str(path)] = upload[0]
+                paths[role] = path
+            if isinstance(given, list):
+                paths[role] = Path(folder) / role
         try:
             yield paths
         except TabverifyError as exc:
             message = str(exc)
-            for role, path in paths.items():
-                message = message.replace(str(path), uploads[role][0])
+            for path, name in sorted(names.items(), key=lambda item: -len(item[0])):
+                message = message.replace(path, name)
             raise type(exc)(message.replace(folder, "…")) from None
