@@ -26,12 +26,15 @@ LAKE_TABLES = {
 }
 
 
-def make_league_duckdb(path: Path) -> Path:
-    """A DuckDB file with the league example table and a table whose names and cells are markup."""
+def make_league_duckdb(path: Path, markup: bool = True) -> Path:
+    """A DuckDB file with the league example table and (``markup``) a table whose names and cells
+    are markup."""
     with duckdb.connect(str(path)) as connection:
         connection.execute(
             "CREATE TABLE league AS SELECT * FROM read_csv_auto(?)", [str(EXAMPLES / "league.csv")]
         )
+        if not markup:
+            return path
         connection.execute(f'CREATE TABLE "{MARKUP}" ("<b>col</b>" VARCHAR, n INTEGER)')
         connection.execute(f'INSERT INTO "{MARKUP}" VALUES (?, 1)', ["<script>alert('cell')</script>"])
     return path
