@@ -274,6 +274,12 @@ def test_lake_search_and_check_as_the_cli(client: TestClient, files: dict[str, P
     )
     assert response.json() == {**expected, "lake": "demo"}
     assert response.json()["hits"][0]["id"] == "planets.csv"
+    keywords = client.post("/api/lakes/demo/search", json={"query": "atlanta arena", "keywords": True})
+    expected = cli_json(
+        "lake", "search", str(files["lake"]), "--query", "atlanta arena", "--keywords", "--json"
+    )
+    assert keywords.json() == {**expected, "lake": "demo"} and expected["mode"] == "keywords"
+    assert [hit["id"] for hit in expected["hits"]] == ["teams.csv"]
     statements = ["mars has 2 moons", "the hawks play in chicago"]
     checked = client.post("/api/lakes/demo/check", json={"statements": statements})
     assert checked.status_code == 200
