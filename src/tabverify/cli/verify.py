@@ -261,7 +261,7 @@ def _is_file(word: str) -> bool:
 def _check_against_lake(path: Path, statements: list[str], models: Path | None, as_json: bool) -> NoReturn:
     """Retrieve each statement's evidence table from the lake at ``path``, verify against the best
     candidates (:func:`tabverify.lake.retrieve.check_with_lake`), print the verdicts and exit."""
-    from tabverify.lake.retrieve import Retriever, check_with_lake
+    from tabverify.lake.retrieve import Retriever, check_with_lake, lake_check_record
     from tabverify.lake.store import Lake
     from tabverify.program.ranker import WEIGHTS_FILE
     from tabverify.verify import TableVerifier
@@ -280,11 +280,7 @@ def _check_against_lake(path: Path, statements: list[str], models: Path | None, 
         retriever = Retriever(opened)
         verdicts = [check_with_lake(opened, s, verifier=verifier, retriever=retriever) for s in statements]
     if as_json:
-        print(
-            json.dumps(
-                {"lake": str(path), "verdicts": [v.to_dict() for v in verdicts]}, ensure_ascii=False, indent=2
-            )
-        )
+        print(json.dumps(lake_check_record(str(path), verdicts), ensure_ascii=False, indent=2))
     else:
         for verdict in verdicts:
             _print_heading(verdict)
