@@ -114,3 +114,55 @@ def test_a_chunked_body_is_cut_off_once_it_passes_the_limit(start_server: Any) -
 def test_loopback_detection() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4") and not is_loopback("example.org")
+
+
+def _sleep_then_pid(seconds: float) -> int:
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def _app_with_a_slow_route(settings: ServerSettings) -> Any:
+    from tabverify.server import create_app
+    from tabverify.server.state import workers_of
+
+    app = create_app(settings)
+
+    @app.get("/api/test-sleep")
+    async def sleep(request: Request, seconds: float) -> dict[str, int]:
+        return {"pid": await workers_of(request).run(_sleep_then_pid, seconds)}
+
+    return app
+
+
+def test_a_request_past_the_time_limit_gets_504_and_the_server_goes_on() -> None:
+    app = _app_with_a_slow_route(ServerSettings(time_limit_s=1.0, workers=1))
+    with TestClient(app, raise_server_exceptions=False) as slow:
+        refused = slow.get("/api/test-sleep", params={"seconds": 20})
+        assert refused.status_code == 504
+        assert refused.json()["error"]["message"].startswith(
+            "the request took longer than the server's limit"
+        )
+        assert slow.get("/api/test-sleep", params={"seconds": 0}).status_code == 200
+
+
+def test_a_quick_request_is_served_while_a_long_one_runs() -> None:
+    import threading
+    import time
+
+    app = _app_with_a_slow_route(ServerSettings(time_limit_s=30.0, workers=2))
+    with TestClient(app, raise_server_exceptions=False) as shared:
+        shared.get("/api/test-sleep", params={"seconds": 0})  # start the workers
+        long_one = threading.Thread(
+            target=shared.get, args=("/api/test-sleep",), kwargs={"params": {"seconds": 4}}
+        )
+        long_one.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        assert shared.get("/api/health").status_code == 200
+        assert shared.get("/api/test-sleep", params={"seconds": 0}).status_code == 200
+        assert time.monotonic() - started < 3.0
+        assert long_one.is_alive()  # the long request was still running all along
+        long_one.join()
