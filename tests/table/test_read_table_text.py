@@ -51,7 +51,7 @@ def test_the_name_suffix_decides_the_format() -> None:
         ('{"header": ["a"], "rows": [[1, 2]]}', "json", "make every row as long as the header"),
         ("{not json", "json", "not valid JSON"),
         ("just words, no table", "html", "table"),
-        ("a,b\n1,2", "yaml", "unknown table format"),
+        ("a,b\n1,2", "yaml", "unknown document format"),
     ],
 )
 def test_bad_text_is_one_clear_error(text: str, fmt: str, message: str) -> None:

@@ -130,13 +130,20 @@ def read_json(path: str | Path) -> list[Document]:
     return [_document(record, number, path.name) for number, record in enumerate(records, start=1)]
 
 
+def document_record(doc: Document) -> dict[str, object]:
+    """One document as the JSON record :func:`write_json` writes (and :func:`read_json` reads):
+    ``doc_id``, ``text`` and ``clusters`` of ``[start, end, {"kind", "subkind"}]`` character spans."""
+    clusters = [[[m.start, m.end, {"kind": m.kind, "subkind": m.subkind}] for m in e] for e in doc.entities]
+    return {"doc_id": doc.doc_id, "text": doc.text, "clusters": clusters}
+
+
+def document_line(doc: Document) -> str:
+    """One document as a line of JSON Lines (with its newline), as :func:`write_json` writes it."""
+    return json.dumps(document_record(doc), ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_json(documents: Iterable[Document], path: str | Path) -> None:
     """Write documents as JSON Lines with character offsets and mention kinds."""
     with Path(path).open("w", encoding="utf-8") as out:
         for doc in documents:
-            clusters = [
-                [[m.start, m.end, {"kind": m.kind, "subkind": m.subkind}] for m in e] for e in doc.entities
-            ]
-            record = {"doc_id": doc.doc_id, "text": doc.text, "clusters": clusters}
-            out.write(json.dumps(record, ensure_ascii=False, allow_nan=False))
-            out.write("\n")
+            out.write(document_line(doc))

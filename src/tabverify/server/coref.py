@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import tempfile
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
@@ -22,10 +20,11 @@ from markupsafe import Markup
 from pydantic import BaseModel, Field
 from starlette.responses import HTMLResponse, Response
 
-from tabverify.coref import read_documents, resolve, score, write_json
+from tabverify.coref import read_documents, resolve, score
 from tabverify.coref.align import MATCH_MODES
 from tabverify.coref.formats import FORMATS
 from tabverify.coref.html import REPORT_STYLE, alignment_fragment, render_entities
+from tabverify.coref.json_format import document_line, document_record
 from tabverify.coref.options import parse_weights
 from tabverify.coref.resolver.pipeline import MAX_CHARACTERS
 from tabverify.coref.source import CorefFormatError
@@ -94,11 +93,7 @@ def resolve_work(text: str, doc_id: str, with_html: bool) -> dict[str, Any]:
     """Resolve one text (in a worker): ``{"record": <the document's JSON>, "jsonl": <as coref resolve
     writes it>}`` plus, with ``with_html``, ``"html"``: the text with the entities marked."""
     document = resolve(text, doc_id)
-    with tempfile.TemporaryDirectory(prefix="tabverify-resolve-") as folder:
-        written = Path(folder) / "out.jsonl"
-        write_json([document], written)
-        line = written.read_text(encoding="utf-8")
-    output: dict[str, Any] = {"record": json.loads(line), "jsonl": line}
+    output: dict[str, Any] = {"record": document_record(document), "jsonl": document_line(document)}
     if with_html:
         output["html"] = render_entities(document)
     return output

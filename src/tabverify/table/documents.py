@@ -266,14 +266,8 @@ def read_table_text(text: str, fmt: str = "auto", name: str = "table", number: i
         if not (isinstance(data, dict) and "list_table_and_caption" in data):
             return table_from_json(data, source=name, name=name), 1
         grids = read_paper_json(data, name, CellBudget(name))
-    elif fmt == "html":
-        grids = read_html_tables(text, name, CellBudget(name))
-    elif fmt == "latex":
-        grids = read_latex_tables(text, name, CellBudget(name))
-    elif fmt == "markdown":
-        grids = read_markdown_tables(text, name, CellBudget(name))
     else:
-        raise TableError(f"unknown table format {fmt!r}; use one of auto, {', '.join(DOCUMENT_FORMATS)}")
+        grids = read_tables_text(text, name, fmt)
     if not 1 <= number <= len(grids):
         raise TableError(f"{name}: table {number} asked for, but the document holds {len(grids)}")
     return grids[number - 1].to_table(), len(grids)
