@@ -130,10 +130,25 @@ def browser_page(browser: Any) -> Iterator[Any]:
     assert not errors, f"the page logged errors: {errors}"
 
 
+def watch_dialogs(page: Any) -> list[str]:
+    """Record (and dismiss) every dialog the page opens: an injected script that ran would open one,
+    so a test of hostile input asserts the list stays empty."""
+    dialogs: list[str] = []
+
+    def record(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", record)
+    return dialogs
+
+
 def _script_error(message: Any) -> bool:
     """A console error from a script - not Chromium's note that a request got a 4xx/5xx answer,
     which tests of error pages cause on purpose (their status is asserted where it matters)."""
-    return message.type == "error" and not message.text.startswith("Failed to load resource: the server responded")
+    return message.type == "error" and not message.text.startswith(
+        "Failed to load resource: the server responded"
+    )
 
 
 def screenshot(page: Any, name: str) -> Path:

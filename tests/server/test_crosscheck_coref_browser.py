@@ -11,22 +11,10 @@ from typing import Any
 
 import httpx
 
-from tests.server.conftest import EXAMPLES, LiveServer, screenshot
+from tests.server.conftest import EXAMPLES, LiveServer, screenshot, watch_dialogs
 
 TEXT = "דני קנה מכונית חדשה. הוא אוהב אותה מאוד."
 INJECTION = "<img src=x onerror=alert(1)>"
-
-
-def _no_dialogs(page: Any) -> list[str]:
-    """Record (and dismiss) every dialog: an injected script that ran would open one."""
-    dialogs: list[str] = []
-
-    def record(dialog: Any) -> None:
-        dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", record)
-    return dialogs
 
 
 def _downloaded(page: Any, selector: str) -> str:
@@ -37,7 +25,7 @@ def _downloaded(page: Any, selector: str) -> str:
 
 def test_crosscheck_upload_report_and_download(browser_page: Any, live_server: LiveServer) -> None:
     page = browser_page
-    dialogs = _no_dialogs(page)
+    dialogs = watch_dialogs(page)
     page.goto(f"{live_server.url}/crosscheck")
     page.set_input_files("#target", str(EXAMPLES / "paper.html"))
     page.set_input_files("#source", [str(EXAMPLES / "cited.tex")])
@@ -66,7 +54,7 @@ def test_crosscheck_upload_report_and_download(browser_page: Any, live_server: L
 
 def test_coref_score_alignment_and_resolve(browser_page: Any, live_server: LiveServer) -> None:
     page = browser_page
-    dialogs = _no_dialogs(page)
+    dialogs = watch_dialogs(page)
     page.goto(f"{live_server.url}/coref")
     page.set_input_files("#key", str(EXAMPLES / "coref_gold.jsonl"))
     page.set_input_files("#response", str(EXAMPLES / "coref_system.jsonl"))

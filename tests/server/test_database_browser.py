@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.server.conftest import LiveServer, screenshot
+from tests.server.conftest import LiveServer, screenshot, watch_dialogs
 from tests.server.test_database import MARKUP, make_lake, make_league_duckdb
 
 
@@ -21,8 +21,7 @@ def test_database_page_in_the_browser(
         "--workers", "1", "--db", f"league={league}", "--db", f"odd={odd}", "--lake", f"demo={lake}"
     )
     page = browser_page
-    dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    dialogs = watch_dialogs(page)
 
     page.goto(f"{server.url}/database")
     page.click("#databases a:text-is('league')")

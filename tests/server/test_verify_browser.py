@@ -8,25 +8,14 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.server.conftest import EXAMPLES, LiveServer, screenshot
+from tests.server.conftest import EXAMPLES, LiveServer, screenshot, watch_dialogs
 
 HOSTILE_TABLE = 'name,points\n"<img src=x onerror=alert(1)>",3\n"<script>alert(2)</script>",5\n'
 
 
-def _fail_on_dialog(page: Any) -> list[str]:
-    dialogs: list[str] = []
-
-    def record(dialog: Any) -> None:
-        dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", record)
-    return dialogs
-
-
 def test_check_highlight_and_rerun_a_program(browser_page: Any, live_server: LiveServer) -> None:
     page = browser_page
-    dialogs = _fail_on_dialog(page)
+    dialogs = watch_dialogs(page)
     page.goto(f"{live_server.url}/verify")
     page.fill("#text", (EXAMPLES / "league.csv").read_text())
     page.fill("#statements", "the hawks played 2 games\nthe attendance in week 1 was 99")
@@ -54,7 +43,7 @@ def test_check_highlight_and_rerun_a_program(browser_page: Any, live_server: Liv
 
 def test_an_injection_attempt_in_a_cell_renders_as_text(browser_page: Any, live_server: LiveServer) -> None:
     page = browser_page
-    dialogs = _fail_on_dialog(page)
+    dialogs = watch_dialogs(page)
     page.goto(f"{live_server.url}/verify")
     page.fill("#text", HOSTILE_TABLE)
     page.fill("#statements", "<script>alert(2)</script> has 5 points")
