@@ -279,6 +279,8 @@ def test_a_configured_database_table_is_checked_with_sql(tmp_path: Path) -> None
         assert _evidence_cells(page.text) == ["hartford hawks", "hartford hawks"]
         assert f'<p class="sql">sql: <code>{escape(verdict["sql"])}</code>' in page.text
         assert str(path) not in page.text.split("Verdicts", 1)[1].split("</h2>", 1)[0]
+        form = served.get("/verify").text  # the table picker offers the database's tables
+        assert '<datalist id="table-names"><option value="games" label="league">' in form
 
 
 def test_a_long_table_shows_its_first_rows_and_every_evidence_row(client: TestClient) -> None:

@@ -119,6 +119,20 @@ def database_kinds(targets: dict[str, str]) -> list[dict[str, str | None]]:
     return found
 
 
+def database_tables(targets: dict[str, str]) -> dict[str, list[str]]:
+    """The table names of each database (for the verify page's table picker); a database that
+    cannot be opened offers none (the database page says why)."""
+    from tabverify.errors import TabverifyError
+
+    found: dict[str, list[str]] = {}
+    for name, target in targets.items():
+        try:
+            found[name] = list(_database(target).schema().table_names)
+        except TabverifyError:
+            found[name] = []
+    return found
+
+
 def database_schema(target: str, name: str) -> dict[str, Any]:
     """``sql --schema --json`` of the database at ``target``, named ``name``."""
     record = _database(target).schema().to_dict()

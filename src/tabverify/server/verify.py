@@ -295,7 +295,23 @@ async def api_program_run(body: ProgramRequest, request: Request) -> dict[str, A
 # ---- the page -------------------------------------------------------------------------------------
 
 
-def _form_page(request: Request, form: dict[str, Any], status: int = 200, **context: Any) -> HTMLResponse:
+async def _table_names(request: Request) -> dict[str, list[str]]:
+    """The tables of each configured database, for the table picker (none when listing them fails:
+    the form still takes a typed name)."""
+    from tabverify.server.database import database_tables
+
+    databases = settings_of(request).databases
+    if not databases:
+        return {}
+    try:
+        return await workers_of(request).run(database_tables, dict(databases))
+    except TabverifyError:
+        return {}
+
+
+async def _form_page(
+    request: Request, form: dict[str, Any], status: int = 200, **context: Any
+) -> HTMLResponse:
     settings = settings_of(request)
     return page(
         request,
@@ -304,6 +320,7 @@ def _form_page(request: Request, form: dict[str, Any], status: int = 200, **cont
         form=form,
         formats=FORMATS,
         databases=sorted(settings.databases),
+        tables=await _table_names(request),
         max_statements=settings.max_statements,
         result_text=result_text,
         **context,
@@ -316,7 +333,7 @@ EMPTY_FORM = {"text": "", "format": "auto", "number": "1", "database": "", "tabl
 @router.get("/verify", include_in_schema=False, response_class=HTMLResponse)
 async def verify_page(request: Request) -> Response:
     """The form: a table (pasted, uploaded or from a database) and statements."""
-    return _form_page(request, dict(EMPTY_FORM))
+    return await _form_page(request, dict(EMPTY_FORM))
 
 
 @router.post("/verify", include_in_schema=False, response_class=HTMLResponse)
@@ -345,11 +362,13 @@ async def verify_submit(request: Request) -> Response:
         result = await workers_of(request).run(check_work, source, statements, True)
     except (ApiError, TabverifyError) as exc:
         error = as_api_error(exc)
-        return _form_page(request, fields, error.status, error=error.message)
+        return await _form_page(request, fields, error.status, error=error.message)
     extra = result.pop("extra")
     _keep_text(fields, extra, source)
     marks = [{(c["row"], c["column"]) for c in verdict["evidence"]} for verdict in result["verdicts"]]
-    return _form_page(request, fields, result=result, view=extra["view"], note=extra["note"], marks=marks)
+    return await _form_page(
+        request, fields, result=result, view=extra["view"], note=extra["note"], marks=marks
+    )
 
 
 async def _rerun(
@@ -369,7 +388,7 @@ async def _rerun(
     extra = run.pop("extra")
     _keep_text(fields, extra, source)
     marks = {(c["row"], c["column"]) for c in run["evidence"]}
-    return _form_page(request, fields, run=run, view=extra["view"], note=extra["note"], run_marks=marks)
+    return await _form_page(request, fields, run=run, view=extra["view"], note=extra["note"], run_marks=marks)
 
 
 def _keep_text(fields: dict[str, str], extra: dict[str, Any], source: dict[str, Any]) -> None:
