@@ -166,3 +166,18 @@ def test_a_quick_request_is_served_while_a_long_one_runs() -> None:
         assert time.monotonic() - started < 3.0
         assert long_one.is_alive()  # the long request was still running all along
         long_one.join()
+
+
+def test_the_readme_curl_example_answers_as_shown(client: TestClient) -> None:
+    import json
+    import re
+
+    from tests.server.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"curl -s localhost:8000(/api/\S+) .*?-d '(.*?)'", readme, flags=re.S)
+    assert found is not None, "the README's curl example is gone"
+    body = json.loads(found.group(2).replace("\\\\", "\\"))
+    answer = client.post(found.group(1), json=body)
+    assert answer.status_code == 200, answer.text
+    assert [v["label"] for v in answer.json()["verdicts"]] == ["ENTAILED"]
