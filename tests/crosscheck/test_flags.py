@@ -185,6 +185,23 @@ def test_columns_whose_headers_disagree_are_not_judged(tmp_path: Path) -> None:
     assert list(check(tmp_path, target)) == [(2, 4)]
 
 
+def test_one_specific_value_under_the_same_name_ties_a_row(tmp_path: Path) -> None:
+    source = [
+        ["Method", "Size", "Top-1", "Params (M)"],
+        ["ResNet-50", "224", "76.13", "25.6"],
+        ["DeiT-S", "224", "79.85", "22.1"],
+    ]
+    target = [list(row) for row in source]
+    target[1] = ["ResNet-50 [12]", "", "77.13", "25.6"]  # the name and 25.6 agree: 77.13 is judged
+    assert {p: d.kind for p, d in check(tmp_path, target, source=source).items()} == {
+        (1, 2): DiscrepancyKind.DIGIT
+    }
+    target[1] = ["ResNet-101", "", "77.13", "25.6"]  # another name: one shared value is a coincidence
+    assert check(tmp_path, target, source=source) == {}
+    target[1] = ["ResNet-50", "", "77.13", "25"]  # a whole number is no specific value
+    assert check(tmp_path, target, source=source) == {}
+
+
 def test_a_row_disagreeing_as_often_as_it_agrees_is_another_experiment(tmp_path: Path) -> None:
     target = copy((2, 1, "78.01"), (2, 2, "94.02"))  # 44.5 and 7.8 agree, two results differ
     assert check(tmp_path, target) == {}

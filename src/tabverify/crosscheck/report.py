@@ -2,8 +2,8 @@
 
 A discrepancy is a target number whose row and column correspond to a source cell (by the
 alignment) but whose value does not agree with it. Only cells whose meaning is established are
-judged (:func:`judged_cells`): rows tied to a source row by at least two agreeing result cells,
-named like it and not marked by the target as its own, reproduced or re-implemented results;
+judged (:func:`judged_cells`): rows tied to a source row by at least two agreeing result cells (or
+by one specific value under the same name), named like it and not marked by the target as its own, reproduced or re-implemented results;
 columns whose headers agree. A discrepancy is classified by what most likely happened:
 
 - ``rounding``: close to the source value but not its correct rounding (0.354 for 0.3546);
@@ -32,11 +32,13 @@ from tabverify.crosscheck.cells import Alignment, CellPair, NumberIndex, check_n
 from tabverify.crosscheck.tables import (
     DEFAULT_MODEL,
     MAX_ALIGNED_TABLES,
+    SPECIFIC_DIGITS,
     Candidate,
     MatchModel,
     choose,
     rank_tables,
     shortlist,
+    significant_digits,
 )
 from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
@@ -272,12 +274,18 @@ def added_components_differ(a: str, b: str) -> bool:
     return label_words(" ".join(added_a)) != label_words(" ".join(added_b))
 
 
-def _same_row(target_label: str, source_label: str, ties: int) -> bool:
+def _same_row(target_label: str, source_label: str, ties: int, specific: int) -> bool:
     """A target row tied by ``ties`` agreeing result cells is the source row when the tie reaches
     :data:`MIN_TIES` and the labels do not add different components to one base ("X+Y" against
     "X"). Labels named differently otherwise ("Reed et al." against "Bootstrap": authors against a
-    method) do not keep the rows apart: two agreeing result cells are the evidence."""
-    return ties >= MIN_TIES and not added_components_differ(target_label, source_label)
+    method) do not keep the rows apart: two agreeing result cells are the evidence. One tie is
+    enough when it is a specific value (:func:`_specific`: "40.6", not "224" or "0.5") and the two
+    rows carry the same name: then the name and the value agree."""
+    if added_components_differ(target_label, source_label):
+        return False
+    if ties >= MIN_TIES:
+        return True
+    return ties == 1 and specific == 1 and same_name(target_label, source_label)
 
 
 def _abbreviates(short: str, long: str) -> bool:
@@ -336,26 +344,40 @@ def _scale_slips(alignment: Alignment) -> set[CellPair]:
     return slips
 
 
-def _ties(target: Grid, alignment: Alignment, own_cells: set[Position]) -> Counter[int]:
+def _specific(m: Measurement) -> bool:
+    """A value two unrelated rows seldom share: written with decimals and at least
+    :data:`SPECIFIC_DIGITS` significant digits ("72.8", not "224", "100" or "0.5": whole numbers are
+    mostly settings - input sizes, epochs, layer counts - that many rows share)."""
+    return m.decimals > 0 and significant_digits(m.value) >= SPECIFIC_DIGITS
+
+
+def _ties(target: Grid, alignment: Alignment, own_cells: set[Position]) -> tuple[Counter[int], Counter[int]]:
     """Per target row, its agreeing result cells (:func:`is_result`; scale slips and own cells not
-    counted)."""
+    counted), and how many of them are specific (:func:`_specific`)."""
     slips = _scale_slips(alignment)
     numbers = target.data_measurements
-    return Counter(
-        p.target[0]
+    tied = [
+        p.target
         for p in alignment.pairs
         if p not in slips and p.target not in own_cells and is_result(numbers[p.target])
-    )
+    ]
+    specific = [t for t in tied if _specific(numbers[t])]
+    return Counter(t[0] for t in tied), Counter(t[0] for t in specific)
 
 
-def _mostly_copied(found: list[Discrepancy], ties: Counter[int]) -> list[Discrepancy]:
+def _mostly_copied(found: list[Discrepancy], ties: Counter[int], named: set[int]) -> list[Discrepancy]:
     """The discrepancies of rows that disagree in fewer cells than they agree: a copy with slips.
     A row disagreeing as often as it agrees holds another experiment (another version of the
     source, another setting) sharing some values, not a miscopied one. Values the source holds
     elsewhere in the same row or column (swaps, misplaced values) are its own, so they do not
-    count against the row."""
+    count against the row. A row in ``named`` (tied by one specific value under the same name,
+    :func:`_same_row`) keeps one wrong cell: its name is the second piece of evidence."""
     wrong = Counter(d.target[0] for d in found if d.found_at is None)
-    return [d for d in found if wrong[d.target[0]] < ties[d.target[0]]]
+    return [
+        d
+        for d in found
+        if wrong[d.target[0]] < ties[d.target[0]] or (d.target[0] in named and wrong[d.target[0]] == 1)
+    ]
 
 
 def judged_cells(
@@ -364,17 +386,20 @@ def judged_cells(
     """The target rows and columns whose cells are judged, and the cells left out (own marks).
 
     A row is judged when it is tied to its source row by at least :data:`MIN_TIES` agreeing result
-    cells, is not one the target marks as its own (:func:`own_rows`) and names the same method
+    cells (or one specific value under the same name), is not one the target marks as its own (:func:`own_rows`) and names the same method
     (:func:`_same_row`); a column when its header agrees with the source column's
     (:func:`_headers_agree`)."""
     own, own_cells = own_rows(target)
-    ties = _ties(target, alignment, own_cells)
+    ties, specific = _ties(target, alignment, own_cells)
     rows = {
         row
         for row, n in ties.items()
         if row not in own
         and _same_row(
-            target.row_label(row), _source_label(source, alignment.rows[row], 0, alignment.transposed), n
+            target.row_label(row),
+            _source_label(source, alignment.rows[row], 0, alignment.transposed),
+            n,
+            specific[row],
         )
     }
     columns = {
@@ -518,13 +543,14 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     """Target numbers in corresponding rows and columns whose value disagrees with the source.
 
     Only cells of judged rows and columns are checked (:func:`judged_cells`): a row tied to its source
-    row by at least two agreeing result cells, named like it, not marked as the target's own; a
+    row by at least two agreeing result cells (or one specific value under the same name), named like
+    it, not marked as the target's own; a
     column whose header agrees. A number agreeing only through the factor 100 where the rest of its
     column agrees without it is a scale slip. Values that merely coincide with another table's
     therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
     """
     rows, columns, own_cells = judged_cells(target, source, alignment)
-    ties = _ties(target, alignment, own_cells)
+    ties, _ = _ties(target, alignment, own_cells)
     slips = _scale_slips(alignment)
     slip_targets = {p.target for p in slips}
     paired = {p.target for p in alignment.pairs} - slip_targets
@@ -543,7 +569,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
             continue
         kind, evidence, where = _classify(target, source, alignment, t, s)
         found.append(Discrepancy(t, s, target.text(*t), source.text(*s), kind, evidence, where))
-    found = _mostly_copied(found, ties)
+    found = _mostly_copied(found, ties, {row for row in rows if ties[row] == 1})
     found = _mark_permutations(found)
     found.extend(_header_swaps(target, source, alignment))
     return found
