@@ -138,7 +138,8 @@ def _app_with_a_slow_route(settings: ServerSettings) -> Any:
 
 
 def test_a_request_past_the_time_limit_gets_504_and_the_server_goes_on() -> None:
-    app = _app_with_a_slow_route(ServerSettings(time_limit_s=1.0, workers=1))
+    # the limit leaves room for a new worker to start (spawned: it imports the package) after the kill
+    app = _app_with_a_slow_route(ServerSettings(time_limit_s=4.0, workers=1))
     with TestClient(app, raise_server_exceptions=False) as slow:
         refused = slow.get("/api/test-sleep", params={"seconds": 20})
         assert refused.status_code == 504

@@ -23,6 +23,8 @@ class ServerSettings:
         workers: processes that do the work (verifying, crosschecking, scoring). The web server
             itself only parses requests and renders pages, so a slow request never blocks others.
         max_statements: statements one check request may carry.
+        max_waiting: requests whose work may be queued or running at once; more get 503 (bounds
+            the memory that waiting requests hold).
     """
 
     databases: dict[str, str] = field(default_factory=dict)
@@ -31,6 +33,7 @@ class ServerSettings:
     time_limit_s: float = 30.0
     workers: int = 2
     max_statements: int = 100
+    max_waiting: int = 64
 
     def __post_init__(self) -> None:
         if self.max_upload_bytes < 1:
@@ -39,6 +42,8 @@ class ServerSettings:
             raise ValueError("time_limit_s must be positive")
         if self.workers < 1:
             raise ValueError("workers must be at least 1")
+        if self.max_waiting < 1:
+            raise ValueError("max_waiting must be at least 1")
 
 
 def is_loopback(host: str) -> bool:
