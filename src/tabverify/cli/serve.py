@@ -71,6 +71,7 @@ def serve(
         import uvicorn
 
         from tabverify.server import ServerSettings, create_app
+        from tabverify.server.limits import HEADER_TIMEOUT_S, protocol_with_header_deadline
         from tabverify.server.settings import is_loopback
     except ImportError as exc:
         fail(f"the web app needs the web extra ({exc.name} is missing): pip install 'tabverify[web]'")
@@ -98,7 +99,13 @@ def serve(
         time_limit_s=time_limit, workers=workers,
     )  # fmt: skip
     app = create_app(settings)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False,
+        # connections beyond this get 503 at once (stalled clients cannot pile up without bound), and
+        # Ctrl-C / SIGTERM stop the server within seconds even with requests in flight
+        limit_concurrency=256, timeout_graceful_shutdown=5,
+        http=protocol_with_header_deadline(min(HEADER_TIMEOUT_S, time_limit)),
+    )  # fmt: skip
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
 

@@ -7,7 +7,7 @@ One module per capability registers its pages and API routes (``verify``, ``cros
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -20,7 +20,16 @@ from starlette.responses import HTMLResponse, Response
 import tabverify
 from tabverify.errors import TabverifyError
 from tabverify.server import coref, crosscheck, database, verify
-from tabverify.server.limits import ApiError, BodyLimit, as_api_error, json_error, wants_json
+from tabverify.server.limits import (
+    BODY_TIMEOUT_S,
+    SECURITY_HEADERS,
+    ApiError,
+    BodyLimit,
+    Shell,
+    as_api_error,
+    json_error,
+    wants_json,
+)
 from tabverify.server.render import error_page, page
 from tabverify.server.settings import ServerSettings
 from tabverify.server.state import settings_of
@@ -28,16 +37,6 @@ from tabverify.server.workers import Workers
 
 CAPABILITIES = (verify, crosscheck, coref, database)
 """The modules whose ``router`` the app includes, in navigation order."""
-
-SECURITY_HEADERS = {
-    # no inline or foreign script can run, whatever reaches a page; styles may be inline (the
-    # reports colour cells with style attributes)
-    "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; frame-ancestors 'self'; form-action 'self'; base-uri 'none'",
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "SAMEORIGIN",
-}
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
@@ -50,7 +49,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.workers = Workers(settings.workers, settings.time_limit_s)
+        app.state.workers = Workers(settings.workers, settings.time_limit_s, settings.max_waiting)
         try:
             yield
         finally:
@@ -86,21 +85,21 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     async def handle(request: Request, exc: Exception) -> Response:
         error = as_api_error(exc)
-        return json_error(error) if wants_json(request) else error_page(error, request)
-
-    for kind in (ApiError, TabverifyError, RequestValidationError, StarletteHTTPException, Exception):
-        app.add_exception_handler(kind, handle)
-
-    @app.middleware("http")
-    async def security_headers(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        response = await call_next(request)
+        response = json_error(error) if wants_json(request) else error_page(error, request)
+        if isinstance(exc, StarletteHTTPException) and exc.headers:
+            response.headers.update(exc.headers)  # a 405's Allow
+        # a 500 is sent by Starlette's outermost middleware, past Shell: give it the headers here
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         return response
 
-    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes)
+    for kind in (ApiError, TabverifyError, RequestValidationError, StarletteHTTPException, Exception):
+        app.add_exception_handler(kind, handle)
+
+    app.add_middleware(
+        BodyLimit, limit=settings.max_upload_bytes, body_timeout_s=min(BODY_TIMEOUT_S, settings.time_limit_s)
+    )
+    app.add_middleware(Shell)  # added last: the outermost, so even BodyLimit's refusals get headers
     return app
 
 
