@@ -88,14 +88,16 @@ def test_bad_uploads_get_400_with_one_line(client: TestClient, target: tuple[str
     assert page.status_code == status and 'id="error"' in page.text and 'id="crosscheck-form"' in page.text
 
 
-def test_missing_fields_are_422_and_the_server_keeps_serving(client: TestClient) -> None:
+def test_missing_fields_are_422_json_is_415_and_the_server_keeps_serving(client: TestClient) -> None:
     no_source = client.post("/api/crosscheck", files=[("target", PAPER)])
     assert no_source.status_code == 422
     assert no_source.json()["error"]["message"] == "invalid request: source: Field required"
     no_target = client.post("/api/crosscheck", files=[("source", CITED)])
     assert no_target.status_code == 422 and "target" in no_target.json()["error"]["message"]
     not_multipart = client.post("/api/crosscheck", json={"target": "x"})
-    assert not_multipart.status_code == 422
+    assert (
+        not_multipart.status_code == 415 and "multipart/form-data" in not_multipart.json()["error"]["message"]
+    )
     assert _post(client, "/api/crosscheck", PAPER, CITED).status_code == 200
 
 

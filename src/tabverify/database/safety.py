@@ -70,10 +70,12 @@ REFUSED_FUNCTIONS = frozenset(
     lo_import lo_export load_extension writefile readfile fts3_tokenizer edit set_config
     pg_terminate_backend pg_cancel_backend pg_reload_conf pg_rotate_logfile pg_promote
     pg_switch_wal pg_create_restore_point nextval setval query query_table duckdb_secrets which_secret
-    checkpoint force_checkpoint""".split()
+    checkpoint force_checkpoint duckdb_databases duckdb_settings duckdb_extensions duckdb_temporary_files
+    current_setting getenv pragma_database_list""".split()
 )
-"""Functions refused by name: they read or write files, open other databases, change settings,
-execute SQL text, or act on other sessions. (``pg_sleep`` is allowed: the timeout stops it.)"""
+"""Functions refused by name: they read or write files, open other databases, change or show settings
+(which name the server's folders), execute SQL text, or act on other sessions. (``pg_sleep`` is
+allowed: the timeout stops it.)"""
 
 REFUSED_PREFIXES = ("read_", "pg_read_", "pg_ls_", "lo_", "dblink", "pg_advisory", "pg_try_advisory", "http_")
 REFUSED_SUFFIXES = ("_scan",)

@@ -29,10 +29,10 @@ from tabverify.coref.options import parse_weights
 from tabverify.coref.resolver.pipeline import MAX_CHARACTERS
 from tabverify.coref.source import CorefFormatError
 from tabverify.errors import TabverifyError
-from tabverify.server.limits import ApiError, as_api_error, require_json
+from tabverify.server.limits import ApiError, as_api_error, require_json, require_multipart
 from tabverify.server.render import page
 from tabverify.server.state import workers_of
-from tabverify.server.uploads import MAX_NAME_CHARS, Upload, read_upload, saved
+from tabverify.server.uploads import MAX_NAME_CHARS, Upload, read_upload, saved, scratch_folder
 
 router = APIRouter()
 
@@ -66,16 +66,17 @@ WeightField = Annotated[
 
 
 def score_work(
-    key: Upload, response: Upload, raw: list[Upload], options: dict[str, Any], with_html: bool
+    key: Upload, response: Upload, raw: list[Upload], options: dict[str, Any], with_html: bool, folder: str
 ) -> dict[str, Any]:
     """Read and score the uploads (in a worker): ``{"payload": <coref score --json>}`` plus, with
     ``with_html``, ``"html"``: the alignment view as a fragment. ``raw``: KibutzR raw texts
-    (``<n>.txt``) to align morphemes onto, as ``coref score --raw FOLDER``."""
+    (``<n>.txt``) to align morphemes onto, as ``coref score --raw FOLDER``. ``folder``: an empty
+    scratch folder for the uploads' temporary copies (the server removes it)."""
     fmt = options.pop("fmt")
     uploads: dict[str, Upload | list[Upload]] = {"key": key, "response": response}
     if raw:
         uploads["raw"] = raw
-    with saved(uploads, CorefFormatError) as paths:
+    with saved(uploads, CorefFormatError, folder) as paths:
         documents = {}
         for role in ("key", "response"):
             path = paths[role]
@@ -170,7 +171,8 @@ class ScoreForm:
         key = await read_upload(self.key, "key")
         response = await read_upload(self.response, "response")
         raw = [await read_upload(item, "raw") for item in chosen]
-        return await workers_of(request).run(score_work, key, response, raw, options, with_html)
+        async with scratch_folder() as folder:
+            return await workers_of(request).run(score_work, key, response, raw, options, with_html, folder)
 
 
 DEFAULT_FIELDS = {
@@ -252,6 +254,7 @@ async def resolve_form(
     summary="Score a coreference response against a key",
     tags=["coref"],
     response_description="What `tabverify coref score --json` prints",
+    dependencies=[Depends(require_multipart)],
 )
 async def score_api(request: Request, form: Annotated[ScoreForm, Depends()]) -> Response:
     """Multipart form: `key` and `response` files (CoNLL-2012, CoNLL-U, JSON/JSON Lines with

@@ -12,14 +12,14 @@ import base64
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from markupsafe import Markup
 from starlette.responses import HTMLResponse, Response
 
 from tabverify.crosscheck.documents import check_documents
 from tabverify.crosscheck.html import REPORT_STYLE, render_sections
 from tabverify.errors import TableError, TabverifyError
-from tabverify.server.limits import ApiError, as_api_error
+from tabverify.server.limits import ApiError, as_api_error, require_multipart
 from tabverify.server.render import page
 from tabverify.server.state import workers_of
 from tabverify.server.uploads import Upload, read_upload, upload_text
@@ -118,6 +118,7 @@ async def report_style() -> Response:
     summary="Crosscheck a document's tables against cited documents",
     tags=["crosscheck"],
     response_description="What `tabverify crosscheck --json` prints",
+    dependencies=[Depends(require_multipart)],
 )
 async def crosscheck_api(
     request: Request, target: TargetFile, source: SourceFiles, table: TableNumber = ""

@@ -5,10 +5,12 @@ temporary folder that is removed afterwards. An uploaded name is shown (escaped)
 
 from __future__ import annotations
 
+import asyncio
 import re
+import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from starlette.datastructures import UploadFile
@@ -49,6 +51,8 @@ def upload_text(upload: Upload, error: type[TabverifyError]) -> str:
         error: the bytes are binary or not UTF-8 (a TabverifyError subclass: it pickles back from a worker).
     """
     name, data = upload
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise error(f"{name}: is UTF-16 (or UTF-32) text; save it as UTF-8 and upload it again")
     if b"\x00" in data[:4096]:
         raise error(f"{name}: looks like a binary file (NUL bytes); upload a text file")
     try:
@@ -72,35 +76,52 @@ def safe_name(name: str) -> str:
     return stem + (suffix if suffix in SAFE_SUFFIXES else "")
 
 
+KILL_GRACE_S = 5.0
+"""A worker stopped at the time limit is gone within this time; its scratch folder is removed again
+then, in case it wrote after the first removal."""
+
+
+@asynccontextmanager
+async def scratch_folder() -> AsyncIterator[str]:
+    """A temporary folder for one request's uploads, made and removed by the server process - not
+    by the worker, which may be killed at the time limit before it could clean up."""
+    folder = tempfile.mkdtemp(prefix="tabverify-upload-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        asyncio.get_running_loop().call_later(KILL_GRACE_S, shutil.rmtree, folder, True)
+
+
 @contextmanager
 def saved(
-    uploads: dict[str, Upload | list[Upload]], error: type[TabverifyError]
+    uploads: dict[str, Upload | list[Upload]], error: type[TabverifyError], folder: str
 ) -> Iterator[dict[str, Path]]:
-    """Write each upload as UTF-8 text to ``TMP/ROLE/<safe name>`` and yield role -> its path; a role
-    given a list of uploads (KibutzR raw texts) yields its folder. The temporary folder is removed
-    afterwards, and an error raised inside names the upload, not its temporary path.
+    """Write each upload as UTF-8 text to ``FOLDER/ROLE/<safe name>`` and yield role -> its path; a
+    role given a list of uploads (KibutzR raw texts) yields its folder. ``folder`` is an empty
+    :func:`scratch_folder` (its owner removes it); an error raised inside names the upload, not its
+    temporary path.
 
     Raises:
         error: an upload that is not UTF-8 text, or two uploads of one role with the same safe name.
     """
-    with tempfile.TemporaryDirectory(prefix="tabverify-upload-") as folder:
-        paths: dict[str, Path] = {}
-        names: dict[str, str] = {}  # temporary path -> the upload's name, for messages
-        for role, given in uploads.items():
-            (Path(folder) / role).mkdir()
-            for upload in given if isinstance(given, list) else [given]:
-                path = Path(folder) / role / safe_name(upload[0])
-                if path.exists():
-                    raise error(f"{upload[0]}: two {role} files are named {path.name}; rename one")
-                path.write_text(upload_text(upload, error), encoding="utf-8")
-                names[str(path)] = upload[0]
-                paths[role] = path
-            if isinstance(given, list):
-                paths[role] = Path(folder) / role
-        try:
-            yield paths
-        except TabverifyError as exc:
-            message = str(exc)
-            for path, name in sorted(names.items(), key=lambda item: -len(item[0])):
-                message = message.replace(path, name)
-            raise type(exc)(message.replace(folder, "…")) from None
+    paths: dict[str, Path] = {}
+    names: dict[str, str] = {}  # temporary path -> the upload's name, for messages
+    for role, given in uploads.items():
+        (Path(folder) / role).mkdir()
+        for upload in given if isinstance(given, list) else [given]:
+            path = Path(folder) / role / safe_name(upload[0])
+            if path.exists():
+                raise error(f"{upload[0]}: two {role} files are named {path.name}; rename one")
+            path.write_text(upload_text(upload, error), encoding="utf-8")
+            names[str(path)] = upload[0]
+            paths[role] = path
+        if isinstance(given, list):
+            paths[role] = Path(folder) / role
+    try:
+        yield paths
+    except TabverifyError as exc:
+        message = str(exc)
+        for path, name in sorted(names.items(), key=lambda item: -len(item[0])):
+            message = message.replace(path, name)
+        raise type(exc)(message.replace(folder, "…")) from None

@@ -9,6 +9,7 @@ time limit. ``POST /api/check`` answers exactly what ``tabverify check --json`` 
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -131,11 +132,18 @@ def _open(source: dict[str, Any], database: Any = None) -> tuple[Table | Databas
 
 
 def _with_table(source: dict[str, Any], work: Any) -> dict[str, Any]:
-    """``work(table, note)`` on the source's table (a database opened read-only for it and closed)."""
+    """``work(table, note)`` on the source's table (a database opened read-only for it and closed).
+    A database is named by its configured name in the answer and in errors, never by its path."""
     if source["kind"] != "database":
         return work(*_open(source))
-    with connect(source["target"]) as database:
-        return work(*_open(source, database))
+    target, name = source["target"], source["name"]
+    try:
+        with connect(target) as database:
+            result = work(*_open(source, database))
+    except TabverifyError as exc:
+        raise type(exc)(str(exc).replace(target, name)) from None
+    escaped = json.dumps(target)[1:-1]
+    return json.loads(json.dumps(result).replace(escaped, json.dumps(name)[1:-1]))
 
 
 def _view(table: Table | DatabaseTable, evidence_rows: set[int], limit: int) -> dict[str, Any]:
@@ -241,6 +249,7 @@ def _database_source(request: Request, name: str, table_name: str) -> dict[str, 
         raise ApiError(400, f"name a table of the database {name!r}")
     return {
         "kind": "database",
+        "name": name,
         "target": databases[name],
         "table_name": table_name,
         "label": f"{name} : {table_name}",
