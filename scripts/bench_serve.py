@@ -155,7 +155,9 @@ def run_load(port: int, clients: int, requests: int, max_seconds: float) -> dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--clients", default="1,8,32", help="concurrent clients, comma-separated")
     parser.add_argument("--requests", type=int, default=400, help="requests per client count")
     parser.add_argument("--memory-requests", type=int, default=2000, help="requests of the memory run (N=8)")

@@ -43,11 +43,12 @@ def client() -> Iterator[TestClient]:
 class LiveServer:
     """``tabverify serve`` running in a subprocess; ``url`` is its base address."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
+        """Start ``tabverify serve --port 0 ARGS...`` (``env``: extra environment variables)."""
         command = [sys.executable, "-m", "tabverify.cli", "serve", "--port", "0", *args]
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )  # fmt: skip
         self.url = self._wait_for_address()
 

@@ -16,7 +16,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -29,7 +28,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tabverify.server import ServerSettings
-from tests.server.conftest import EXAMPLES, ROOT, app_client
+from tests.server.conftest import EXAMPLES, LiveServer, app_client
 
 SCRIPT = "<script>alert(1)</script>"
 ATTRIBUTE = '"><img src=x onerror=alert(2)>'
@@ -75,25 +74,10 @@ class Served:
 
     def __init__(self, args: list[str], tmpdir: Path) -> None:
         self.tmpdir = tmpdir
-        command = [sys.executable, "-m", "tabverify.cli", "serve", "--port", "0", *args]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmpdir)}
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
-        )
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + 60
-        lines = []
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            found = re.search(r"serving on http://([\d.]+):(\d+)", line)
-            if found:
-                self.host, self.port = found.group(1), int(found.group(2))
-                return
-        self.stop()
-        raise RuntimeError("serve did not start:\n" + "".join(lines))
+        self.server = LiveServer(args, env={"TMPDIR": str(tmpdir)})
+        self.process = self.server.process
+        self.host, port = self.server.url.removeprefix("http://").rsplit(":", 1)
+        self.port = int(port)
 
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}{path}"
