@@ -182,3 +182,31 @@ def test_the_readme_curl_example_answers_as_shown(client: TestClient) -> None:
     answer = client.post(found.group(1), json=body)
     assert answer.status_code == 200, answer.text
     assert [v["label"] for v in answer.json()["verdicts"]] == ["ENTAILED"]
+
+
+def test_serve_refuses_a_port_in_use_and_a_foreign_host_with_one_line() -> None:
+    import subprocess
+    import sys
+
+    from tests.server.conftest import ROOT
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args, message in (
+            (["--port", str(port)], f"--host 127.0.0.1 --port {port}: cannot listen there"),
+            (
+                ["--host", "no-such-host.invalid", "--port", "0"],
+                "--host no-such-host.invalid: not an address",
+            ),
+            (["--port", "70000"], "--port 70000: choose 0 to 65535"),
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "tabverify.cli", "serve", *args],
+                capture_output=True, text=True, timeout=60, cwd=ROOT,
+            )  # fmt: skip
+            assert done.returncode == 2, done.stderr
+            errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1 and message in errors[0], done.stderr
+            assert "Traceback" not in done.stderr

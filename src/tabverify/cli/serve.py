@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -91,6 +92,7 @@ def serve(
     for target in lakes.values():
         if not Path(target).is_dir():
             fail(f"--lake {target}: not a folder (build one with `tabverify lake index`)")
+    listener = _listening_socket(host, port)  # a port in use or a foreign address: exit 2 now
     if not is_loopback(host):
         warn(f"--host {host}: the app is open to other machines; anyone who can reach this port can use "
              "it and read the configured databases")  # fmt: skip
@@ -122,7 +124,26 @@ def serve(
                 return
 
     server.startup = startup  # type: ignore[method-assign]
-    server.run()
+    server.run(sockets=[listener])
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, or exit 2 with one line saying why (a name
+    that does not resolve, an address of another machine, a port in use) - before any worker starts."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        fail(f"--host {host}: not an address of this machine ({getattr(exc, 'strerror', None) or exc})")
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        fail(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); choose another "
+             "port, or --port 0 for any free one")  # fmt: skip
+    return listener
 
 
 SERVE_EXAMPLES = """Examples:
