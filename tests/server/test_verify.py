@@ -209,7 +209,7 @@ def test_the_form_reruns_an_edited_program_without_javascript(client: TestClient
         ({"statements": "x"}, {"file": ("t.csv", b"", "text/csv")}, 400, "empty"),
         ({"statements": "x"}, {"file": ("t.csv", b"\xff\xfe\x00a,b", "text/csv")}, 400, "UTF-8"),
         ({"text": LEAGUE, "statements": "x" * 1001}, None, 400, "at most 1,000"),
-        ({"text": "a,b\n" + "1,2\n" * 300_000, "statements": "x"}, None, 400, "the form could not be read"),
+        ({"text": "a,b\n" + "1,2\n" * 300_000, "statements": "x"}, None, 400, "more than 500,000 cells"),
     ],
 )
 def test_bad_form_input_is_one_line_on_the_page(

@@ -352,7 +352,8 @@ async def verify_submit(request: Request) -> Response:
     fields = dict(EMPTY_FORM)
     try:
         try:
-            data = await request.form()
+            # a pasted table may be as large as an uploaded one (Starlette's own cap is 1 MB a field)
+            data = await request.form(max_part_size=settings_of(request).max_upload_bytes)
         except StarletteHTTPException as exc:  # a malformed or oversized form
             raise ApiError(
                 exc.status_code, f"the form could not be read ({exc.detail}); upload a large table as a file"

@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
-from concurrent.futures import CancelledError
+from concurrent.futures import BrokenExecutor, CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
@@ -67,11 +67,18 @@ class Workers:
         self.time_limit_s = time_limit_s
         self.max_waiting = max_waiting if max_waiting is not None else 32 * size
         self.waiting = 0
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPool:
         # spawn, not fork: the server has threads (uvicorn, the thread pool), and a forked child of a
         # threaded parent can inherit a held lock
-        self._pool = ProcessPool(
-            max_workers=size, initializer=_worker_setup, context=multiprocessing.get_context("spawn")
+        return ProcessPool(
+            max_workers=self.size, initializer=_worker_setup, context=multiprocessing.get_context("spawn")
         )
+
+    def _restart(self) -> None:
+        broken, self._pool = self._pool, self._new_pool()
+        broken.stop()
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in a worker; ``WorkTimeout`` when the answer is not there within
@@ -92,6 +99,9 @@ class Workers:
             ) from None
         except ProcessExpired as exc:
             raise WorkerDied(f"the worker process died while handling the request ({exc})") from None
+        except BrokenExecutor as exc:  # workers that cannot even start: try a fresh pool next time
+            self._restart()
+            raise WorkerDied(f"the worker processes could not run the request ({exc})") from None
         except (CancelledError, asyncio.CancelledError):
             future.cancel()  # the request was given up: stop its work
             raise
