@@ -22,6 +22,7 @@ from html import escape
 
 from tabverify.coref.document import Document, Mention, text_order
 from tabverify.coref.duplicates import last_listing
+from tabverify.coref.hard_cases import CATEGORIES, FAR_SENTENCES, OUTCOMES, HardCase, HardCases
 from tabverify.coref.score import CorefResult, DocumentAlignment
 
 _PAGE_STYLE = """
@@ -38,6 +39,7 @@ REPORT_STYLE = """
 tr.wrong td { background: #fdd; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: start; unicode-bidi: plaintext; }
+.context { unicode-bidi: plaintext; } .context mark { background: #dde8ff; font-weight: 600; }
 """
 
 _NEUTRAL = "#555"  # a system entity that stands for no gold entity
@@ -168,9 +170,76 @@ def render_entities(doc: Document) -> str:
     return f'<div class="text entities" dir="auto">{_marked(doc, brackets)}</div>'
 
 
+CONTEXT = 40
+"""Characters of text shown on each side of a hard case's mentions."""
+
+_CATEGORY_TITLES = {
+    "long_distance_pronoun": "Long-distance agreement-only pronoun links (gold links)",
+    "article_singleton": "Mentions opening with ה- that are gold singletons (often generic)",
+    "article_in_entity": "Mentions opening with ה- in multi-mention gold entities (specific)",
+    "zero": "Zero mentions",
+}
+
+
+def _context(text: str, mentions: list[Mention]) -> str:
+    """The text around ``mentions`` (in text order) with each marked; a stretch longer than twice
+    :data:`CONTEXT` between two of them is cut to " … "."""
+    pieces, position = [], max(0, mentions[0].start - CONTEXT)
+    if position:
+        pieces.append("…")
+    for m in mentions:
+        between = text[position : m.start]
+        if len(between) > 2 * CONTEXT:
+            between = f"{between[:CONTEXT]} … {between[-CONTEXT:]}"
+        pieces.append(escape(between) + f"<mark>{escape(text[m.start : m.end])}</mark>")
+        position = m.end
+    end = min(len(text), position + CONTEXT)
+    pieces.append(escape(text[position:end]) + ("…" if end < len(text) else ""))
+    return "".join(pieces)
+
+
+def _hard_case_row(case: HardCase) -> str:
+    mentions = [case.mention] if case.antecedent is None else [case.antecedent, case.mention]
+    return (
+        f"<tr><td>{escape(case.key.doc_id)}</td>"
+        f'<td class="context" dir="auto">{_context(case.key.text, mentions)}</td>'
+        f"<td>{escape(str(case.mention))}</td><td>{case.outcome}</td>"
+        f'<td dir="auto">{escape(case.system)}</td></tr>'
+    )
+
+
+def hard_cases_fragment(cases: HardCases) -> str:
+    """The hard-cases section (:mod:`tabverify.coref.hard_cases`) as an HTML fragment: per category
+    the counts by outcome and the examples, each with the text around its mentions."""
+    head = "".join(f"<th>{o}</th>" for o in OUTCOMES)
+    rows = "".join(
+        f"<tr><td>{_CATEGORY_TITLES[c]}</td>{''.join(f'<td>{cases.counts[c][o]}</td>' for o in OUTCOMES)}"
+        f"<td>{sum(cases.counts[c].values())}</td></tr>"
+        for c in CATEGORIES
+    )
+    notes = "".join(f"<li>{escape(n)}</li>" for n in cases.notes)
+    examples = "".join(
+        f"<h3>{_CATEGORY_TITLES[c]}: examples ({len(cases.examples[c])})</h3>"
+        '<table class="hard-examples"><tr><th>document</th><th>text (gold mentions marked)</th><th>span</th>'
+        f"<th>outcome</th><th>system</th></tr>{''.join(_hard_case_row(e) for e in cases.examples[c])}</table>"
+        for c in CATEGORIES
+        if cases.examples[c]
+    )
+    return (
+        '<section class="hard-cases" id="hard-cases"><h2>Hard cases</h2><p>Defined from the gold key (the same cases for '
+        f"every system): a pronoun linked to an antecedent at least {FAR_SENTENCES} sentence ends back that "
+        "shares no word with it; gold mentions opening with a written article ה-, singletons and mentions of "
+        "larger entities; gold zero mentions. <em>right</em>: a link kept, a singleton left alone, a mention in "
+        "a system entity with another mention of its gold entity; <em>unlinked</em>: found but alone; "
+        "<em>wrong</em>: linked, but not as the gold; <em>missed</em>: not found (a link: either end).</p>"
+        f'<table class="hard-counts"><tr><th>case</th>{head}<th>total</th></tr>{rows}</table>'
+        f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}{examples}</section>"
+    )
+
+
 def alignment_fragment(result: CorefResult) -> str:
     """The alignment view's body as an HTML fragment (legend, warnings, one section per document
-    pair), styled by :data:`REPORT_STYLE` (the web app shows it inside its own page)."""
+    pair, then the hard cases), styled by :data:`REPORT_STYLE` (the web app shows it inside its own page)."""
     sections = "".join(_section(scored) for scored in result.alignments)
     notes = "".join(f"<li>{escape(w)}</li>" for w in result.warnings)
     options = "; ".join(f"{k}: {v}" for k, v in result.options.items() if v is not None)
@@ -180,9 +249,11 @@ def alignment_fragment(result: CorefResult) -> str:
         "for (the one most of its aligned mentions belong to), in that entity's colour; grey when it "
         'stands for none. <span class="wrong">[</span> marks a system mention in a wrong entity (its '
         'entity stands for another gold entity than its partner\'s), <span class="lost">[</span> a '
-        'missed gold mention, <span class="extra">[</span> a spurious one.</p>'
+        'missed gold mention, <span class="extra">[</span> a spurious one. The <a href="#hard-cases">hard '
+        "cases</a> (long-distance pronoun links, ה- mentions, zeros) are counted after the documents.</p>"
     )
-    return f"{legend}{'<ul class=warnings>' + notes + '</ul>' if notes else ''}{sections}"
+    warnings = f"<ul class=warnings>{notes}</ul>" if notes else ""
+    return f"{legend}{warnings}{sections}{hard_cases_fragment(result.hard_cases)}"
 
 
 def render_alignment(result: CorefResult) -> str:

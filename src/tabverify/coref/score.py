@@ -8,10 +8,12 @@ import unicodedata
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tabverify.coref.align import MATCH_MODES, align_mentions, align_zeros_by_dependencies
 from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, shared_words
 from tabverify.coref.duplicates import conll_response, scored_entities
+from tabverify.coref.hard_cases import HardCases, hard_cases
 from tabverify.coref.metrics import METRICS, Counts, Score, blanc, blanc_score, mention_overlap
 from tabverify.coref.source import CorefFormatError, listed, shown
 from tabverify.errors import TabverifyError
@@ -60,8 +62,15 @@ class CorefResult:
     warnings: tuple[str, ...] = field(default=())
     alignments: tuple[DocumentAlignment, ...] = field(default=(), repr=False, compare=False)
 
+    @cached_property
+    def hard_cases(self) -> HardCases:
+        """The hard cases of the key (long-distance pronoun links, ה- mentions, zeros) and what the
+        response did with them (:func:`tabverify.coref.hard_cases.hard_cases`)."""
+        return hard_cases(self.alignments, self.options)
+
     def to_dict(self) -> dict[str, object]:
-        """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings"}``.
+        """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings",
+        "hard_cases": {...}}`` (the hard cases' counts, :meth:`HardCases.to_dict`).
 
         Every number in it is finite, so it is valid JSON (``json.dumps(..., allow_nan=False)``).
 
@@ -76,6 +85,7 @@ class CorefResult:
             "options": self.options,
             "documents": self.documents,
             "warnings": list(self.warnings),
+            "hard_cases": self.hard_cases.to_dict(),
         }
         _check_finite(result, "result")
         return result
