@@ -152,3 +152,28 @@ def test_drop_zeros_forgives_a_response_without_the_keys_zero(tmp_path: Path, ma
     # with the zero, e2's links 3-4 / 5.1 / 7-9 are 2 and the response has 1: MUC recall loses one
     # of the key's links (e1 = {4-7, 1} has 1 more): (1 + 1) / 3
     assert kept.metrics["muc"].recall == pytest.approx(2 / 3) and kept.metrics["muc"].precision == 1.0
+
+
+@pytest.mark.skipif(not HEBREW.is_dir(), reason="../shared/datasets/coref/hebrew is not present")
+def test_bench_predictions_score_as_the_bench_does(tmp_path: Path) -> None:
+    """`bench coref --predictions` writes the resolver's documents; scoring them with `coref score`
+    under the benchmark's protocol gives the benchmark's CoNLL-F1 (so --html views of them are of
+    the same system output)."""
+    from tabverify.bench.coref import run_benchmark
+    from tabverify.coref import read_documents
+
+    data = HEBREW / "kibutzr"
+    written = tmp_path / "system.jsonl"
+    logging.disable(logging.WARNING)
+    try:
+        result = run_benchmark(data, "dev", "raw", predictions=written)
+        key = read_documents(
+            data / "data" / "conllu" / "no_singleton" / "dev",
+            raw_dir=data / "data" / "llm_input" / "raw_documents" / "dev",
+        )
+    finally:
+        logging.disable(logging.NOTSET)
+    system = read_documents(written)
+    assert len(system) == len(key) == 26
+    again = score(key, system, match="overlap", keep_singletons=False)
+    assert round(again.conll_f1 * 100, 2) == result["metrics"]["conll_f1"]  # type: ignore[index]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from tabverify.coref.document import Document
+from tabverify.coref.json_format import write_json
 from tabverify.coref.kibutzr import _morpheme_spans, read_kibutzr
 from tabverify.coref.resolver.data import MorphDocument, read_document, split_files
 from tabverify.coref.resolver.links import decode, describe_all, pair_rows, score_pairs
@@ -188,9 +189,15 @@ def _metric(value: object) -> dict[str, float]:
 
 
 def run_benchmark(
-    data: str | Path, split: str = "dev", input_mode: str = "raw", models_dir: str | Path | None = None
+    data: str | Path,
+    split: str = "dev",
+    input_mode: str = "raw",
+    models_dir: str | Path | None = None,
+    predictions: str | Path | None = None,
 ) -> dict[str, object]:
-    """Resolve a KibutzR split and score it (overlap protocol, singletons dropped on both sides)."""
+    """Resolve a KibutzR split and score it (overlap protocol, singletons dropped on both sides).
+    ``predictions``: also write the resolver's documents there (JSON Lines, as ``coref resolve``
+    writes them), for ``coref score --html`` and its hard cases."""
     if input_mode not in INPUTS:
         raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {input_mode!r}")
     models = load_models(str(models_dir) if models_dir is not None else None)
@@ -211,6 +218,8 @@ def run_benchmark(
         seconds += time.perf_counter() - started
         keys.append(key)
         responses.append(response)
+    if predictions is not None:
+        write_json(responses, predictions)
     result = score(keys, responses, match="overlap", keep_singletons=False)
     metrics = {name: _metric(result.metrics[name]) for name in ("muc", "b_cubed", "ceafe", "lea")}
     return {

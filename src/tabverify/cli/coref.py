@@ -234,6 +234,13 @@ def bench_coref(
     out_file: Annotated[
         Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON result here")
     ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Also write the resolver's documents here (JSON Lines, as `coref resolve` writes them)",
+        ),
+    ] = None,
 ) -> None:
     """Resolve a KibutzR split and score it: CoNLL-F1 (MUC, B3, CEAF-e), LEA and mention views, overlap
     protocol, key without singletons and system singletons dropped. Exit 0, or 2 on bad input."""
@@ -249,8 +256,11 @@ def bench_coref(
     if models is not None and not models.is_dir():
         fail(f"--models {models}: not a folder")
     check_output(out_file, "--out", [data])
+    check_output(predictions, "--predictions", [data, out_file])
+    if predictions is not None and out_file is not None and predictions.resolve() == out_file.resolve():
+        fail("--predictions and --out name the same file; give two files")
     with input_errors():
-        result = run_benchmark(data, split, input_mode, models)
+        result = run_benchmark(data, split, input_mode, models, predictions)
     if out_file is not None:
         write_output(out_file, json.dumps(result, ensure_ascii=False, indent=1), "--out")
     print(json.dumps(result, ensure_ascii=False, indent=1))
