@@ -86,7 +86,11 @@ bench: $(VENV)/.installed
 		--markdown results/crosscheck-flags-dev.md --seed 0
 	$(PY) scripts/bench_coref_speed.py --data $(COREF)
 	for input in raw gold-morphemes; do $(VENV)/bin/tabverify bench coref --data $(COREF)/hebrew/kibutzr --split dev \
-		--input $$input --out results/coref-dev-$$input.json || exit 1; done
+		--input $$input --out results/coref-dev-$$input.json --predictions results/coref-dev-$$input-system.jsonl \
+		|| exit 1; done
+	$(VENV)/bin/tabverify coref score $(COREF)/hebrew/kibutzr/data/conllu/no_singleton/dev \
+		results/coref-dev-raw-system.jsonl --raw $(COREF)/hebrew/kibutzr/data/llm_input/raw_documents/dev \
+		--match overlap --drop-singletons --html results/coref-dev-raw-view.html --json > results/coref-dev-raw-score.json
 	$(PY) scripts/bench_serve.py --clients 1,8,32 --requests 400 --memory-requests 2000 --out results/serve-bench.json
 
 # The table lake and TRL-Bench suites (docs/lake.md; about an hour on 2 cores with the lexical
