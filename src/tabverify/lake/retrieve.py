@@ -14,8 +14,11 @@ Retrieval has two stages.
    compares a few: its table holds the cells it names side by side, a look-alike table holds them
    scattered), and whether the statement's first words are the caption's (it usually opens with
    the table's subject). A softmax over the pool of a linear score of those link features, the
-   keyword and dense scores, and each feature relative to the best candidate of the pool, scores
-   every candidate (:data:`FEATURES`). Its weights were fitted on TabFact *train* statements by
+   keyword and dense scores, the best cosine with one of the candidate's column vectors, the share
+   of the statement's words the candidate holds weighted by how rare each is in the pool, and each
+   feature relative to the best candidate of the pool, scores every candidate (:data:`FEATURES`).
+   A model may name a query adapter (:mod:`tabverify.lake.adapter`, the ``minilm`` one does): the
+   statement's vector goes through it before the dense search and the cosines. Its weights were fitted on TabFact *train* statements by
    :func:`tabverify.bench.trl.claims.fit_model` (the command is in that module's docstring), one set
    per lake encoder; encoders without their own weights use the keyword-only model (dense features
    left out).
@@ -123,6 +126,8 @@ BASE_FEATURES = (
     "lead_table",  # share of the statement's first content words anywhere in the table or caption
     "header_words",  # share of the statement's content words among header words
     "table_rows",  # log(1 + rows)
+    "column_cosine",  # the best cosine of the statement vector and one of the table's column vectors
+    "word_rarity",  # share of the statement's content words in the table, each weighted by its rarity in the pool
 )
 RELATIVE = (
     "cell_coverage",
@@ -140,24 +145,33 @@ RELATIVE = (
     "lead_caption",
     "lead_table",
     "header_words",
+    "column_cosine",
+    "word_rarity",
 )
 FEATURES = BASE_FEATURES + tuple(f"{name}_gap" for name in RELATIVE)
 """The reranker's inputs: the base features, then each of :data:`RELATIVE` minus the pool's best."""
 
 _RELATIVE_INDEX = [BASE_FEATURES.index(name) for name in RELATIVE]
-_DENSE_INDEX = [FEATURES.index("dense_score"), FEATURES.index("dense_gap")]
+_DENSE_INDEX = [
+    FEATURES.index(name) for name in ("dense_score", "dense_gap", "column_cosine", "column_cosine_gap")
+]
+"""The features that need the statement's vector (left out of the keyword-only model)."""
 
 
 @dataclass(frozen=True)
 class RankModel:
     """Weights over :data:`FEATURES` (``dense``: whether the dense features are used; ``listwise``:
     fitted as a softmax over each statement's pool, so a candidate's probability is its softmax
-    share of the pool; else a per-candidate logistic model, its probability the sigmoid)."""
+    share of the pool; else a per-candidate logistic model, its probability the sigmoid;
+    ``adapter``: the file name, in the package's models, of the query adapter
+    (:class:`tabverify.lake.adapter.QueryAdapter`) its statement vectors went through when it was
+    fitted, so they go through it at run time too)."""
 
     coef: tuple[float, ...]
     intercept: float
     dense: bool = True
     listwise: bool = False
+    adapter: str | None = None
 
     def score(self, features: np.ndarray) -> np.ndarray:
         """The model's logit for each row of ``features`` ``(n, len(FEATURES))``."""
@@ -181,33 +195,38 @@ MODELS: dict[str, RankModel] = {
         (
             5.62788, 0.47373, 3.35089, 3.35089, 0.2461, 3.07186, 0.12854, 4.04651,
             3.8927, 1.80132, -2.1032, 0.12522, 0.0, 1.82281, -0.01869, 0.6095,
-            0.03259, -0.92056, -0.02649, 1.30187, -0.01208, -1.61693, 0.02986, 0.2461,
-            3.07186, 0.12854, 3.8927, 1.80132, -2.1032, 0.12522, 1.82281, -0.01869,
-            0.6095, 0.03259, -0.92056, 1.30187, -0.01208, -1.61693,
+            0.03259, -0.92056, -0.02649, 1.30187, -0.01208, -1.61693, 0.02986, 0.0,
+            0.0, 0.2461, 3.07186, 0.12854, 3.8927, 1.80132, -2.1032, 0.12522,
+            1.82281, -0.01869, 0.6095, 0.03259, -0.92056, 1.30187, -0.01208, -1.61693,
+            0.0, 0.0,
         ),
         0.0,
         listwise=True,
     ),
-    # scripts/bench_check_lake.py fit --lake results/lakes/tabfact-minilm (format 2)
+    # scripts/bench_check_lake.py fit --lake results/lakes/tabfact-minilm --adapter claim_adapter_minilm.npz
+    # (format 2; statement vectors through the query adapter, fitted first with fit-adapter)
     "minilm": RankModel(
         (
-            3.81192, 0.78485, 6.57706, 6.57706, -0.27191, 3.21606, 0.12729, 4.03934,
-            4.04505, 1.57915, -2.85329, 0.10469, -0.0, 1.94528, -0.14472, 0.64112,
-            0.02407, -0.71518, 0.05394, 1.12227, -0.0736, -2.14109, -0.16022, -0.27191,
-            3.21606, 0.12729, 4.04505, 1.57915, -2.85329, 0.10469, 1.94528, -0.14472,
-            0.64112, 0.02407, -0.71518, 1.12227, -0.0736, -2.14109,
+            2.03802, 0.74131, 8.92881, 8.92881, 0.11745, 3.16995, 0.06885, 4.15764,
+            1.53936, 1.24201, -1.9002, 0.0052, -0.0, 1.90708, -0.26168, 0.70239,
+            0.09469, -0.5748, -0.06542, 1.20591, -0.09149, -1.55563, -0.17375, 2.85316,
+            3.12107, 0.11745, 3.16995, 0.06885, 1.53936, 1.24201, -1.9002, 0.0052,
+            1.90708, -0.26168, 0.70239, 0.09469, -0.5748, 1.20591, -0.09149, -1.55563,
+            2.85316, 3.12107,
         ),
         0.0,
         listwise=True,
+        adapter="claim_adapter_minilm.npz",
     ),
     # the keyword-only model of the lexical run: for lakes whose encoder has no weights of its own
     KEYWORD_MODEL_KEY: RankModel(
         (
             5.7451, 0.53813, 0.0, 0.0, 0.15645, 3.18953, 0.12602, 4.57821,
             4.02164, 1.94534, -1.4897, 0.11948, 0.0, 2.15909, -0.01324, 0.57256,
-            0.0416, -0.85745, -0.20699, 1.28653, -0.02555, -0.80583, 0.13184, 0.15645,
-            3.18953, 0.12602, 4.02164, 1.94534, -1.4897, 0.11948, 2.15909, -0.01324,
-            0.57256, 0.0416, -0.85745, 1.28653, -0.02555, -0.80583,
+            0.0416, -0.85745, -0.20699, 1.28653, -0.02555, -0.80583, 0.13184, 0.0,
+            0.0, 0.15645, 3.18953, 0.12602, 4.02164, 1.94534, -1.4897, 0.11948,
+            2.15909, -0.01324, 0.57256, 0.0416, -0.85745, 1.28653, -0.02555, -0.80583,
+            0.0, 0.0,
         ),
         0.0,
         dense=False,
@@ -413,9 +432,11 @@ def pool_features(
     ids: Sequence[str],
     keyword: dict[str, tuple[int, float]],
     dense: dict[str, float],
+    column_cosine: dict[str, float] | None = None,
 ) -> tuple[np.ndarray, list[tuple[str, ...]], list[tuple[str, ...]]]:
     """The :data:`FEATURES` matrix of one statement's candidate pool, and for each candidate the
-    cells and headers the statement names."""
+    cells and headers the statement names (``dense``, ``column_cosine``: each candidate's cosine
+    with the statement vector, and the best over its columns; empty without a dense search)."""
     best_keyword = max((s for _, s in keyword.values()), default=0.0)
     best_dense = max(dense.values(), default=0.0)
     n_content = max(1, sum(st.content))
@@ -428,8 +449,16 @@ def pool_features(
     content_list = [s for s, c in zip(st.stems, st.content, strict=True) if c]
     lead = content_list[:LEAD_WORDS]
     numbers = set(st.numbers)
+    column_cosine = column_cosine or {}
+    # word rarity: a content word found in few of the pool's tables tells them apart, one found in
+    # all (the page's subject, repeated on every sibling table) does not
+    anywheres = [p.words | p.caption_words for p in profiles]
+    rarity = {
+        w: math.log(len(ids) / max(1, sum(1 for words in anywheres if w in words))) for w in content_stems
+    }
+    total_rarity = sum(rarity[w] for w in content_list)
     rows, cells, columns = [], [], []
-    for table_id, profile, (found, taken) in zip(ids, profiles, mentions, strict=True):
+    for table_id, profile, anywhere, (found, taken) in zip(ids, profiles, anywheres, mentions, strict=True):
         header_found, header_taken = st.mentions(profile.headers)
         rank, score = keyword.get(table_id, (0, 0.0))
         covered = sum(1 for t, c in zip(taken, st.content, strict=True) if t and c)
@@ -438,7 +467,6 @@ def pool_features(
         best_row_words = max((len(content_stems & r) for r in profile.row_words), default=0)
         best_row_cells = max((len(found_keys & r) for r in profile.row_cells), default=0) if found_keys else 0
         best_row_numbers = max((len(numbers & r) for r in profile.row_words), default=0) if numbers else 0
-        anywhere = profile.words | profile.caption_words
         rows.append(
             [
                 score / best_keyword if best_keyword > 0 else 0.0,
@@ -469,6 +497,10 @@ def pool_features(
                 sum(1 for s in lead if s in anywhere) / max(1, len(lead)),
                 len(content_stems & profile.header_words) / n_content,
                 math.log1p(len(profile.row_words)),
+                column_cosine.get(table_id, 0.0),
+                sum(rarity[w] for w in content_list if w in anywhere) / total_rarity
+                if total_rarity > 0
+                else 0.0,
             ]
         )
         cells.append(tuple(dict.fromkeys(profile.cells[key] for _, _, key in sorted(found))))
@@ -503,7 +535,9 @@ class Retriever:
         self.model = model or MODELS.get(name) or MODELS.get(KEYWORD_MODEL_KEY)
         self.keyword_pool = keyword_pool
         self.dense_pool = dense_pool if (self.model is None or self.model.dense) else 0
+        self.adapter = _adapter(self.model, lake) if self.dense_pool else None
         self._profiles: OrderedDict[str, _Profile] = OrderedDict()
+        self._columns: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = Lock()
 
     def profile(self, table_id: str) -> _Profile:
@@ -526,21 +560,41 @@ class Retriever:
         if not self.dense_pool or not statements:
             return None
         try:
-            return np.asarray(self.lake.encoder.encode_text(list(statements)), dtype=np.float32)
+            vectors = np.asarray(self.lake.encoder.encode_text(list(statements)), dtype=np.float32)
         except ModelError:
             self.dense_pool = 0
             return None
+        return vectors if self.adapter is None else self.adapter.apply(vectors)
+
+    def column_vectors(self, table_id: str) -> np.ndarray:
+        """The column vectors of a lake table (cached; an empty matrix when the lake has none)."""
+        with self._lock:
+            cached = self._columns.get(table_id)
+            if cached is not None:
+                self._columns.move_to_end(table_id)
+                return cached
+        reader = getattr(self.lake, "column_vectors", None)
+        built = np.zeros((0, 0), dtype=np.float16)
+        if reader is not None:
+            built = np.asarray(reader(table_id), dtype=np.float16)  # half the memory; cosines to 1e-3
+        with self._lock:
+            self._columns[table_id] = built
+            while len(self._columns) > self.cache:
+                self._columns.popitem(last=False)
+        return built
 
     def candidates(
         self, statement: str, vector: np.ndarray | None = None
-    ) -> tuple[list[str], dict[str, tuple[int, float]], dict[str, float]]:
+    ) -> tuple[list[str], dict[str, tuple[int, float]], dict[str, float], dict[str, float]]:
         """The candidate ids of ``statement`` (keyword hits first, then dense ones), each keyword
-        hit's (rank, score) and each candidate's dense cosine (empty without a dense search)."""
+        hit's (rank, score), and each candidate's dense cosine and best cosine with one of its
+        column vectors (both empty without a dense search)."""
         text = statement[:MAX_STATEMENT_CHARS]
         hits = self.lake.search_keywords(keyword_terms(text), self.keyword_pool) if self.keyword_pool else []
         keyword = {hit.id: (rank, hit.score) for rank, hit in enumerate(hits, start=1)}
         ids = list(keyword)
         dense: dict[str, float] = {}
+        column_cosine: dict[str, float] = {}
         if self.dense_pool:
             if vector is None:
                 embedded = self.embed([text])
@@ -554,13 +608,18 @@ class Retriever:
                 if missing:
                     scores = self.lake.table_vectors(missing) @ np.asarray(vector, dtype=np.float32)
                     dense.update(zip(missing, (float(s) for s in scores), strict=True))
-        return ids, keyword, dense
+                query = np.asarray(vector, dtype=np.float32)
+                for table_id in ids:
+                    columns = self.column_vectors(table_id)
+                    if columns.shape[0] and columns.shape[1] == query.shape[0]:
+                        column_cosine[table_id] = float((columns.astype(np.float32) @ query).max())
+        return ids, keyword, dense, column_cosine
 
     def pool(self, statement: str, vector: np.ndarray | None = None) -> _Pool:
         """The candidates of ``statement`` with their features (``vector``: its embedding, when
         computed in a batch beforehand)."""
-        ids, keyword, dense = self.candidates(statement, vector)
-        return self.featurize(statement, ids, keyword, dense)
+        ids, keyword, dense, column_cosine = self.candidates(statement, vector)
+        return self.featurize(statement, ids, keyword, dense, column_cosine)
 
     def featurize(
         self,
@@ -568,10 +627,13 @@ class Retriever:
         ids: list[str],
         keyword: dict[str, tuple[int, float]],
         dense: dict[str, float],
+        column_cosine: dict[str, float] | None = None,
     ) -> _Pool:
         """The :data:`FEATURES` of the candidates ``ids`` of ``statement`` (see :meth:`candidates`)."""
         st = _Statement.of(statement[:MAX_STATEMENT_CHARS])
-        features, cells, columns = pool_features(st, [self.profile(i) for i in ids], ids, keyword, dense)
+        features, cells, columns = pool_features(
+            st, [self.profile(i) for i in ids], ids, keyword, dense, column_cosine
+        )
         return _Pool(
             ids,
             features,
@@ -629,6 +691,28 @@ class Retriever:
                 )
             )
         return out
+
+
+def _adapter(model: RankModel | None, lake: Any) -> Any:
+    """The query adapter ``model`` was fitted with, checked against the lake's vectors (None when
+    it names none).
+
+    Raises:
+        ModelError: the adapter file cannot be read, or maps vectors of another encoder or size.
+    """
+    if model is None or model.adapter is None:
+        return None
+    from tabverify.lake.adapter import QueryAdapter
+
+    adapter = QueryAdapter.load(model.adapter)
+    name = _encoder_name(lake)
+    dim = getattr(lake, "dim", adapter.dim)
+    if adapter.encoder != name or adapter.dim != dim:
+        raise ModelError(
+            f"the query adapter {model.adapter} is for {adapter.encoder} vectors of {adapter.dim} "
+            f"dimensions, the lake's are {name} of {dim}; refit the reranker for this encoder"
+        )
+    return adapter
 
 
 def _encoder_name(lake: Any) -> str:
