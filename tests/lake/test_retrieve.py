@@ -244,3 +244,17 @@ def test_a_minilm_lake_sends_statement_vectors_through_the_shipped_adapter(
     assert np.allclose(adapted, retriever.adapter.apply(raw)) and not np.allclose(adapted, raw, atol=1e-3)
     found = retriever.retrieve(statement, k=3)
     assert found[0].id == "election.csv" and found[0].dense_score is not None
+
+
+def test_the_column_vector_cache_is_bounded(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tabverify.lake.retrieve as retrieve_module
+
+    monkeypatch.setattr(retrieve_module, "COLUMN_CACHE_VECTORS", 8)
+    retriever = Retriever(lake)
+    first = retriever.column_vectors("league.csv").copy()  # 5 columns
+    for table in TABLES:
+        retriever.column_vectors(table)
+        assert retriever._cached_vectors <= 8
+        assert retriever._cached_vectors == sum(v.shape[0] for v in retriever._columns.values())
+    assert "league.csv" not in retriever._columns  # evicted, and read again the same
+    assert (retriever.column_vectors("league.csv") == first).all()
