@@ -43,7 +43,9 @@ def main() -> int:
     parser.add_argument("--lake", required=True)
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--n", type=int, default=100, help="latency: val statements timed")
-    parser.add_argument("--statements", type=int, default=3000, help="fit: train statements")
+    parser.add_argument(
+        "--statements", type=int, default=3000, help="fit: train statements (3000 with --adapter)"
+    )
     parser.add_argument("--no-dense", action="store_true", help="fit: only the keyword-only model")
     parser.add_argument(
         "--keyword-model", action="store_true", help="fit: also the keyword-only model, from the same pools"

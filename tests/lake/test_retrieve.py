@@ -197,7 +197,8 @@ def test_check_with_lake_skips_abstaining_candidates_and_keeps_the_top_one_when_
 
 
 def test_rare_words_and_column_vectors_tell_sibling_tables_apart(lake: Lake) -> None:
-    pool = Retriever(lake).pool("salem miner game in week 4 draw 2900")
+    statement = "salem miner game in week 4 draw 2900"
+    pool = Retriever(lake, column_cosine=True).pool(statement)
 
     def feature(table: str, name: str) -> float:
         return float(pool.features[pool.ids.index(table)][FEATURES.index(name)])
@@ -209,6 +210,20 @@ def test_rare_words_and_column_vectors_tell_sibling_tables_apart(lake: Lake) -> 
     assert all(0.0 < feature(t, "column_cosine") <= 1.0 + 1e-6 for t in ("league.csv", "league2.csv"))
     columns = Retriever(lake).column_vectors("league.csv")
     assert columns.shape == (5, lake.dim)
+    # the shipped lexical weights give the column cosine no weight, so it is not computed there
+    lexical = Retriever(lake)
+    assert (
+        not lexical.column_cosine
+        and not lexical.pool(statement).features[:, FEATURES.index("column_cosine")].any()
+    )
+
+
+def test_a_statement_no_table_matches_is_not_enough_info_with_keywords_only(lake: Lake) -> None:
+    retriever = Retriever(lake, dense_pool=0)  # no dense candidates: the pool is empty
+    assert retriever.pool("zzqx qqvw").ids == []
+    assert retriever.retrieve("zzqx qqvw") == []
+    verdict = check_with_lake(lake, "zzqx qqvw", retriever=retriever)
+    assert verdict.label == Label.NOT_ENOUGH_INFO and verdict.evidence_table is None
 
 
 def test_a_reranker_whose_adapter_is_for_another_encoder_is_refused(lake: Lake) -> None:

@@ -11,7 +11,7 @@ initialised at zero, so the untrained adapter is the identity) learns that gap.
 its own statements; :func:`tabverify.bench.trl.claims.fit_adapter_for_lake` chooses those
 statements so that no table of the reranker's fitting sample or of the held-out fifth is among them
 (command in that module's docstring). The shipped adapter for the ``minilm`` encoder is
-``models/claim_adapter_minilm.npz`` (590 KB).
+``models/claim_adapter_minilm.npz`` (550 KB).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from tabverify.models import check_array, not_a_model, read_arrays
 __all__ = ["QueryAdapter", "fit_adapter"]
 
 ADAPTER_HINT = (
-    "reinstall tabverify, or refit it with `python scripts/bench_check_lake.py fit-adapter --lake LAKE`"
+    "reinstall tabverify, or refit it with `python scripts/bench_check_lake.py fit-adapter --lake LAKE "
+    "--out FILE` and then the reranker with `fit --adapter NAME`"
 )
 
 EPOCHS = 12
@@ -128,8 +129,13 @@ def fit_adapter(
         raise TabverifyError(
             "fitting the query adapter needs torch: pip install 'tabverify[minilm]'"
         ) from None
-    if len(statements) != len(targets) or len(check_statements) != len(check_targets) or not len(targets):
-        raise TabverifyError("the adapter needs statements with one target table each")
+    if (
+        len(statements) != len(targets)
+        or len(check_statements) != len(check_targets)
+        or not len(targets)
+        or not len(check_targets)
+    ):
+        raise TabverifyError("the adapter needs fit and check statements, with one target table each")
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     dim = statements.shape[1]

@@ -164,6 +164,7 @@ _DENSE_INDEX = [
     FEATURES.index(name) for name in ("dense_score", "dense_gap", "column_cosine", "column_cosine_gap")
 ]
 """The features that need the statement's vector (left out of the keyword-only model)."""
+_COLUMN_INDEX = [FEATURES.index("column_cosine"), FEATURES.index("column_cosine_gap")]
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,9 @@ KEYWORD_MODEL_KEY = "keywords"
 # reproduces each set is in that module's docstring. Never fitted on val or test. Held-out train
 # statements (2,000 of the held-out tables, seed 1), Recall@1 / @10 with the 13 base features of
 # before -> with the row, lead and header features: lexical 0.664 / 0.849 -> 0.681 / 0.861, minilm
-# 0.675 / 0.862 -> 0.689 / 0.867, keyword-only 0.666 / 0.852 -> 0.679 / 0.859.
+# 0.675 / 0.862 -> 0.689 / 0.867, keyword-only 0.666 / 0.852 -> 0.679 / 0.859; minilm with the
+# query adapter and the column_cosine and word_rarity features: 0.694 / 0.877 (lexical and
+# keyword-only weigh those two 0: refitted with them they gained nothing at Recall@10).
 # fmt: off
 MODELS: dict[str, RankModel] = {
     # scripts/bench_check_lake.py fit --keyword-model --lake <lexical lake of data/all_csv>
@@ -445,6 +448,8 @@ def pool_features(
     """The :data:`FEATURES` matrix of one statement's candidate pool, and for each candidate the
     cells and headers the statement names (``dense``, ``column_cosine``: each candidate's cosine
     with the statement vector, and the best over its columns; empty without a dense search)."""
+    if not ids:
+        return np.zeros((0, len(FEATURES))), [], []
     best_keyword = max((s for _, s in keyword.values()), default=0.0)
     best_dense = max(dense.values(), default=0.0)
     n_content = max(1, sum(st.content))
@@ -527,6 +532,12 @@ class Retriever:
         keyword_pool: tables taken from keyword search.
         dense_pool: tables taken from dense search (0: none; also none when the encoder has no text side).
         cache: table profiles kept in memory (a benchmark over a whole lake keeps them all).
+        column_cosine: compute the ``column_cosine`` feature (it reads every candidate's column
+            vectors); default: when the model weighs it.
+
+    Raises:
+        ModelError: the model names a query adapter that cannot be read or is for another encoder
+            (the shipped one is package data: reinstall).
     """
 
     def __init__(
@@ -536,6 +547,7 @@ class Retriever:
         keyword_pool: int = KEYWORD_POOL,
         dense_pool: int = DENSE_POOL,
         cache: int = PROFILE_CACHE,
+        column_cosine: bool | None = None,
     ) -> None:
         self.lake = lake
         self.cache = cache
@@ -544,6 +556,11 @@ class Retriever:
         self.keyword_pool = keyword_pool
         self.dense_pool = dense_pool if (self.model is None or self.model.dense) else 0
         self.adapter = _adapter(self.model, lake) if self.dense_pool else None
+        self.column_cosine = (
+            column_cosine
+            if column_cosine is not None
+            else self.model is not None and any(self.model.coef[i] for i in _COLUMN_INDEX)
+        )
         self._profiles: OrderedDict[str, _Profile] = OrderedDict()
         self._columns: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cached_vectors = 0
@@ -587,6 +604,9 @@ class Retriever:
         if reader is not None:  # float16: half the memory, cosines right to about 1e-3
             built = np.asarray(reader(table_id)[:MAX_COSINE_COLUMNS], dtype=np.float16)
         with self._lock:
+            other = self._columns.get(table_id)
+            if other is not None:  # another thread read it meanwhile
+                return other
             self._columns[table_id] = built
             self._cached_vectors += built.shape[0]
             while self._columns and (
@@ -621,7 +641,7 @@ class Retriever:
                     scores = self.lake.table_vectors(missing) @ np.asarray(vector, dtype=np.float32)
                     dense.update(zip(missing, (float(s) for s in scores), strict=True))
                 query = np.asarray(vector, dtype=np.float32)
-                for table_id in ids:
+                for table_id in ids if self.column_cosine else ():
                     columns = self.column_vectors(table_id)
                     if columns.shape[0] and columns.shape[1] == query.shape[0]:
                         column_cosine[table_id] = float((columns.astype(np.float32) @ query).max())

@@ -45,7 +45,7 @@ import numpy as np
 
 from tabverify.bench.tabfact import Example, load_examples
 from tabverify.errors import DatasetError
-from tabverify.lake.retrieve import _DENSE_INDEX, FEATURES, RankModel, Retriever
+from tabverify.lake.retrieve import _DENSE_INDEX, FEATURES, MODELS, RankModel, Retriever
 
 __all__ = [
     "KS",
@@ -193,6 +193,7 @@ def fit_model(
     seed: int = FIT_SEED,
     l2: float = FIT_L2,
     dense: bool = True,
+    adapter: str | None = None,
     progress: Progress | None = None,
 ) -> RankModel:
     """Fit the reranker on ``statements`` TabFact *train* statements (sampled with ``seed`` from the
@@ -205,7 +206,14 @@ def fit_model(
         DatasetError: the train statements cannot be read, or no pool holds its table.
     """
     (model,) = fit_models(
-        lake, data, statements=statements, seed=seed, l2=l2, dense=(dense,), progress=progress
+        lake,
+        data,
+        statements=statements,
+        seed=seed,
+        l2=l2,
+        dense=(dense,),
+        adapter=adapter,
+        progress=progress,
     )
     return model
 
@@ -223,12 +231,24 @@ def fit_models(
 ) -> list[RankModel]:
     """:func:`fit_model` once for each of ``dense`` (with and without the dense features), from one
     collection of the train pools; ``adapter``: the file name, in the package's models, of the
-    query adapter the statement vectors go through (the dense models record it)."""
+    query adapter the statement vectors go through (the dense models record it).
+
+    Raises:
+        DatasetError: with an adapter, a sample other than :data:`FIT_STATEMENTS` statements of
+            :data:`FIT_SEED` (the adapter was fitted on statements of every other table, see
+            :func:`adapter_split`), or no pool holds its table.
+    """
+    if adapter is not None and (statements, seed) != (FIT_STATEMENTS, FIT_SEED):
+        raise DatasetError(
+            f"with a query adapter the reranker is fitted on the sample the adapter left out "
+            f"({FIT_STATEMENTS} statements, seed {FIT_SEED}); other samples share statements with it"
+        )
     sample = train_sample(data, False, statements, seed)
     retriever = Retriever(
         lake,
         model=RankModel((0.0,) * len(FEATURES), 0.0, dense=any(dense), adapter=adapter),
         cache=len(lake) + 1,
+        column_cosine=True,
     )
     pools: list[tuple[np.ndarray, int]] = []
     for start in range(0, len(sample), BATCH):
@@ -421,7 +441,8 @@ def run(
         )
     started = time.perf_counter()
     if fit and model is None:
-        model = fit_model(opened, data)
+        shipped = MODELS.get(encoder.name)
+        model = fit_model(opened, data, adapter=shipped.adapter if shipped is not None else None)
     retriever = Retriever(opened, model=model, cache=len(opened) + 1)
     ranks = _ranks(retriever, examples, progress, k=max(KS))
     elapsed = time.perf_counter() - started
