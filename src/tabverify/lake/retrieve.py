@@ -18,10 +18,10 @@ Retrieval has two stages.
    of the statement's words the candidate holds weighted by how rare each is in the pool, and each
    feature relative to the best candidate of the pool, scores every candidate (:data:`FEATURES`).
    A model may name a query adapter (:mod:`tabverify.lake.adapter`, the ``minilm`` one does): the
-   statement's vector goes through it before the dense search and the cosines. Its weights were fitted on TabFact *train* statements by
-   :func:`tabverify.bench.trl.claims.fit_model` (the command is in that module's docstring), one set
-   per lake encoder; encoders without their own weights use the keyword-only model (dense features
-   left out).
+   statement's vector goes through it before the dense search and the cosines. The reranker's
+   weights were fitted on TabFact *train* statements by :func:`tabverify.bench.trl.claims.fit_model`
+   (the command is in that module's docstring), one set per lake encoder; encoders without their
+   own weights use the keyword-only model (dense features left out).
 
 :func:`check_with_lake` then verifies the statement against the best candidates with the table
 verifier and keeps the verdict of the best-supported one: candidates are tried in retrieval order
@@ -135,7 +135,7 @@ BASE_FEATURES = (
     "header_words",  # share of the statement's content words among header words
     "table_rows",  # log(1 + rows)
     "column_cosine",  # the best cosine of the statement vector and one of the table's column vectors
-    "word_rarity",  # share of the statement's content words in the table, each weighted by its rarity in the pool
+    "word_rarity",  # share of the statement's content words in the table, weighted by rarity in the pool
 )
 RELATIVE = (
     "cell_coverage",
