@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tabverify.errors import LakeError
+from tabverify.errors import LakeError, TabverifyError
 from tabverify.lake.indexing import build_lake
 from tabverify.lake.retrieve import (
     FEATURES,
@@ -145,6 +145,21 @@ def test_hostile_statements_are_bounded(lake: Lake) -> None:
     assert time.perf_counter() - started < 5
     assert found and found[0].id == "election.csv"
     assert retrieve(lake, 'ohio" OR * NEAR( ) AND -', k=2)[0].id == "election.csv"  # no FTS5 syntax
+
+
+def test_an_over_long_claim_is_refused_before_any_table_is_retrieved(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retrieved: list[str] = []
+    original = Retriever.retrieve
+    monkeypatch.setattr(
+        Retriever, "retrieve", lambda self, s, **kw: retrieved.append(s) or original(self, s, **kw)
+    )
+    with pytest.raises(TabverifyError, match="at most 1000 are checked"):
+        check_with_lake(lake, "tony hall won ohio " * 100)
+    assert retrieved == []
+    assert check_with_lake(lake, "tony hall won ohio").evidence_table == "election.csv"
+    assert len(retrieved) == 1
 
 
 def test_profiles_bound_huge_tables() -> None:

@@ -803,6 +803,9 @@ def check_with_lake(
         verifier = TableVerifier()
     if not statement or not statement.strip():
         raise LakeError("the statement is empty; give the claim to check")
+    check_length = getattr(verifier, "check_length", None)
+    if check_length is not None:  # refuse an over-long claim before spending the retrieval on it
+        check_length(statement)
     found = (retriever or Retriever(lake)).retrieve(statement, k=max(1, candidates))
     if all(c.keyword_rank is None for c in found):  # only dense neighbours: nothing of it is in the lake
         return Verdict(

@@ -71,8 +71,9 @@ class TableVerifier:
         self.limits = limits or SearchLimits()
         self.alternatives = alternatives
 
-    def rank(self, table: Table | DatabaseTable, statement: str) -> Ranking:
-        """The statement's links and all candidate programs with their probabilities (best first).
+    def check_length(self, statement: str) -> None:
+        """Refuse a statement this verifier will not check, before any work is spent on it (a lake
+        check calls this before retrieving tables).
 
         Raises:
             TabverifyError: the statement is longer than ``limits.max_statement_chars``.
@@ -82,6 +83,14 @@ class TableVerifier:
                 f"the statement has {len(statement)} characters; at most {self.limits.max_statement_chars} "
                 "are checked (SearchLimits.max_statement_chars): split it into shorter claims"
             )
+
+    def rank(self, table: Table | DatabaseTable, statement: str) -> Ranking:
+        """The statement's links and all candidate programs with their probabilities (best first).
+
+        Raises:
+            TabverifyError: the statement is longer than ``limits.max_statement_chars``.
+        """
+        self.check_length(statement)
         # a database table links through its value index, never by reading its rows
         linking = link(statement, table, getattr(table, "linking_index", None))
         limits = self._limits_for(table)
