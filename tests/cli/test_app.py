@@ -90,6 +90,8 @@ def test_terminal_control_sequences_in_user_text_are_made_visible(tmp_path: Path
     assert result.stdout.splitlines()[-1] == "\\x1b[31mred\\x07"
     checked = run("check", str(table), "\x1b]0;title\x07 red has 3 points")
     assert "\x1b" not in checked.stdout + checked.stderr
+    reordered = run("check", str(table), "\u202e\u200fblue has 5 points\u2066\u202c")
+    assert reordered.stdout.splitlines()[0].endswith("\\u202e\u200fblue has 5 points\\u2066\\u202c")
 
 
 @pytest.mark.parametrize(

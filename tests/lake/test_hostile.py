@@ -46,7 +46,7 @@ def test_indexing_a_lake_into_itself_is_refused_and_keeps_its_tables(tmp_path: P
     lake = tmp_path / "lake"
     build_lake(source, lake, "lexical")
     for wrong in (lake, lake / "lake.json"):  # each lists no table: every table would be 'gone'
-        with pytest.raises(LakeError, match="is the lake"):
+        with pytest.raises(LakeError, match="is the lake.s --out folder"):
             build_lake(wrong, lake, "lexical")
     assert build_lake(source, lake, "lexical").unchanged == 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import sqlite3
 import zlib
 from collections.abc import Sequence
@@ -274,7 +275,19 @@ def test_a_table_that_turns_unreadable_leaves_the_lake(built: tuple[Path, Path])
     (source / "cities.csv").write_text("city,state\natlanta,georgia,usa\n")
     summary = build_lake(source, path, TinyEncoder(), captions={"teams.csv": "nba teams"})
     assert [s[0] for s in summary.skipped] == ["cities.csv"]
+    assert summary.removed == 1 and "1 removed, 1 skipped" in summary.line()
     assert "cities.csv" not in Lake.open(path).ids()
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_indexed(tmp_path: Path) -> None:
+    source = write_tables(tmp_path / "src")
+    (source / os.fsdecode(b"\xff\xfebad.csv")).write_text("a,b\n1,2\n")
+    summary = build_lake(source, tmp_path / "lake", TinyEncoder())
+    assert summary.added == 4
+    assert dict(summary.skipped) == {
+        "\\xff\\xfebad.csv": "the file name is not valid UTF-8; rename the file to index it"
+    }
+    assert build_lake(source, tmp_path / "lake", TinyEncoder()).unchanged == 4  # a rerun is not stuck on it
 
 
 def test_another_encoder_or_version_is_refused_with_how_to_rebuild(built: tuple[Path, Path]) -> None:

@@ -194,6 +194,10 @@ def _read_table(path: Path) -> Any:
         if not path.is_file():
             fail(f"--table {path}: no such file")
         return load_ref(TableRef("parquet", str(path), path.name))
+    if not path.is_dir() and not path.name.lower().endswith((".csv", ".txt", ".tsv", ".tab", ".json")):
+        fail(
+            f"--table {path}: unknown table format; use a .csv, .tsv, .json, TabFact .html.csv or .parquet file"
+        )
     from tabverify.table.readers import load_table
 
     return load_table(path)

@@ -31,13 +31,21 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=
 ProgressReport = Callable[[str, int, int], None]
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def clean(text: str) -> str:
     """User text made safe for a terminal: control characters (ESC sequences that could recolour,
-    retitle or rewrite the terminal, bells, carriage returns) shown as ``\\x1b`` escapes."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    retitle or rewrite the terminal, bells, carriage returns) shown as ``\\x1b`` escapes, and the
+    bidirectional embeddings, overrides and isolates that reorder what is shown (U+202A-U+202E,
+    U+2066-U+2069) as ``\\u202e``. The right-to-left and left-to-right marks of Hebrew and
+    Arabic text (U+200E, U+200F, U+061C) stay: they only place neutral characters."""
+    return _CONTROL.sub(lambda match: _escape(match.group()), text)
 
 
 def text(value: str, style: str = "") -> Text:

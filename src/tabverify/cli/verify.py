@@ -90,13 +90,13 @@ def print_evidence(table: Table, evidence: set[CellRef]) -> None:
 
 def check(
     table_path: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="TABLE",
             help="Table file: .csv, .tsv, .json or TabFact .html.csv (left out with --db or --lake)",
             show_default=False,
         ),
-    ],
+    ] = None,
     statements: Annotated[
         list[str] | None,
         typer.Argument(metavar="STATEMENT", help="One or more statements to check", show_default=False),
@@ -153,6 +153,12 @@ def check(
     from tabverify.verify.decision import MODEL_FILE
 
     statements = list(statements or [])
+    if table_path is None:  # nothing given at all: what is missing depends on the mode
+        fail(
+            ("give at least one STATEMENT to check" if lake is not None or db is not None
+             else "give a TABLE file and at least one STATEMENT (or --db TARGET / --lake LAKE and STATEMENTs)")
+            + "; see tabverify check --help"
+        )  # fmt: skip
     if lake is not None:
         _check_lake_usage(
             table_path, db, table_name, cache, caption, extra_info, trace, verifier, base_url, model
@@ -270,9 +276,12 @@ def _check_against_lake(path: Path, statements: list[str], models: Path | None, 
     if models is not None and not models.is_dir():
         fail(f"--models {models}: not a folder; name the folder given to `tabverify train tabfact --out`")
     if not path.exists():
-        fail(f"--lake {path}: no such folder; build one with `tabverify lake index SOURCE --out {path}`")
+        fail(
+            f"--lake {path}: no such folder; build one with `tabverify lake index SOURCE --encoder NAME --out {path}`"
+        )
     with input_errors():
         opened = Lake.open(path)
+        opened.encoder  # noqa: B018 - a lake whose encoder is unknown or foreign is refused, as lake search does
         if models is None:
             verifier = TableVerifier()
         else:

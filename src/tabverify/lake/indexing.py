@@ -67,7 +67,9 @@ _CHUNK = 16
 @dataclass(frozen=True)
 class IndexSummary:
     """What an index run did: tables added, re-encoded because their source changed, left as they
-    were, removed because their source is gone, and skipped (id, one-line reason)."""
+    were, removed because their source is gone or can no longer be read (the lake mirrors its
+    source: an unreadable table is also listed as skipped, with the reason), and skipped (id,
+    one-line reason)."""
 
     added: int = 0
     updated: int = 0
@@ -370,6 +372,7 @@ def build_lake(
                         _delete(connection, table_id)
                     _bump(connection)
             skipped = list(listing.skipped)
+            removed = len(gone) + len(unreadable)
             added = updated = processed = 0
             pending: list[_Prepared] = []
             stale: list[str] = []
@@ -382,6 +385,7 @@ def build_lake(
                     skipped.append(item)
                     if item[0] in known:
                         stale.append(item[0])
+                        removed += 1
                 else:
                     pending.append(item)
                     if item.id in known:
@@ -402,4 +406,4 @@ def build_lake(
             count = connection.execute("SELECT count(*) FROM tables").fetchone()[0]
         finally:
             connection.close()
-    return IndexSummary(added, updated, unchanged, len(gone), sorted(skipped), count)
+    return IndexSummary(added, updated, unchanged, removed, sorted(skipped), count)

@@ -191,6 +191,11 @@ def _walk(root: Path) -> Iterator[Path]:
 def _file_table(path: Path, root: Path, captions: dict[str, str]) -> SourceTable | tuple[str, str]:
     table_id = path.relative_to(root).as_posix() if path != root else path.name
     try:
+        table_id.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the OS gave that are no UTF-8: no id can be stored for it
+        shown = table_id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return shown, "the file name is not valid UTF-8; rename the file to index it"
+    try:
         info = path.lstat()
     except OSError as exc:
         return table_id, f"cannot read ({exc.strerror or exc})"
@@ -283,8 +288,8 @@ def check_source(source: str | Path, lake: str | Path | None = None) -> None:
         target, lake_folder = path.resolve(), Path(lake).expanduser().resolve()
         if target == lake_folder or lake_folder in target.parents:
             raise LakeError(
-                f"{shown}: is the lake {lake} (or inside it), not a source of tables; give the folder of "
-                "tables (or the database) the lake is built from"
+                f"{shown}: is the lake's --out folder {lake} (or inside it), not a source of tables; give "
+                "the folder of tables (or the database) to index and a separate --out folder for the lake"
             )
     if path.is_dir():
         if (path / "lake.json").is_file() and (path / "meta.sqlite").is_file():
