@@ -336,3 +336,33 @@ def test_a_runaway_query_is_stopped_and_the_server_keeps_serving(files: dict[str
         assert page.status_code == 504 and 'id="error"' in page.text
         again = slow.post("/api/databases/league/query", json={"sql": "SELECT count(*) FROM league"})
         assert again.status_code == 200 and again.json()["rows"] == [[6]]
+
+
+def test_serve_refuses_a_lake_it_cannot_serve_before_listening(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """Each case would start and then fail on the first request; serve says so at once (exit 2)."""
+    import shutil
+
+    def serve(lake: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tabverify.cli", "serve", "--port", "0", "--lake", str(lake)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    renamed = tmp_path / "renamed.lake"
+    shutil.copytree(files["lake"], renamed)
+    meta = json.loads((renamed / "lake.json").read_text())
+    expected = {
+        empty: "not a lake",
+        renamed: "unknown table encoder 'nosuch'",
+    }
+    (renamed / "lake.json").write_text(json.dumps({**meta, "encoder": "nosuch"}))
+    for lake, message in expected.items():
+        result = serve(lake)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr and str(lake) in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    (renamed / "lake.json").write_text(json.dumps({**meta, "encoder": "my_package.encoders:Mine"}))
+    result = serve(renamed)
+    assert result.returncode == 2 and "third-party encoder 'my_package.encoders:Mine'" in result.stderr

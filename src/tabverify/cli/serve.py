@@ -90,8 +90,7 @@ def serve(
         if "://" not in target and not Path(target).exists():
             fail(f"--db {target}: no such file or folder")
     for target in lakes.values():
-        if not Path(target).is_dir():
-            fail(f"--lake {target}: not a folder (build one with `tabverify lake index`)")
+        _check_lake(target)
     listener = _listening_socket(host, port)  # a port in use or a foreign address: exit 2 now
     if not is_loopback(host):
         warn(f"--host {host}: the app is open to other machines; anyone who can reach this port can use "
@@ -125,6 +124,25 @@ def serve(
 
     server.startup = startup  # type: ignore[method-assign]
     server.run(sockets=[listener])
+
+
+def _check_lake(target: str) -> None:
+    """Exit 2 with one line, now rather than on the first request, when ``target`` is not a lake the
+    app can serve (no lake there, a corrupt one, or an encoder that cannot be loaded by name)."""
+    from tabverify.errors import TabverifyError
+    from tabverify.lake.store import Lake
+
+    if not Path(target).is_dir():
+        fail(f"--lake {target}: not a folder (build one with `tabverify lake index`)")
+    try:
+        lake = Lake.open(target)
+        try:
+            lake.check_encoder_name()
+        finally:
+            lake.close()
+    except TabverifyError as exc:
+        message = str(exc) if str(exc).startswith(str(Path(target))) else f"{target}: {exc}"
+        fail(f"--lake {message}")
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:

