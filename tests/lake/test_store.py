@@ -197,7 +197,19 @@ def test_keyword_search_ranks_by_bm25_and_takes_any_text(built: tuple[Path, Path
 def test_join_index_finds_a_joinable_column(built: tuple[Path, Path]) -> None:
     lake = Lake.open(built[1])
     teams_city = lake.sketches("teams.csv")[1]
-    assert ("cities.csv", 0) in lake.join_index(0.5).query(teams_city)
+    hits = dict(lake.join_index().query(teams_city, 0.5))
+    assert hits[("cities.csv", 0)] == pytest.approx(teams_city.containment_in(lake.sketches("cities.csv")[0]))
+    assert hits[("cities.csv", 0)] >= 0.5
+    assert lake.join_index() is lake.join_index()  # read once per opened lake
+
+
+def test_a_corrupt_stored_sketch_is_one_line(tmp_path: Path, built: tuple[Path, Path]) -> None:
+    connection = sqlite3.connect(built[1] / META_FILE)
+    connection.execute("UPDATE columns SET sketch = x'00' WHERE rowid = (SELECT min(rowid) FROM columns)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(LakeError, match="sketch is corrupt; rebuild the lake"):
+        Lake.open(built[1]).join_index()
 
 
 def test_the_lake_encoder_is_loaded_by_name_on_first_use(tmp_path: Path) -> None:

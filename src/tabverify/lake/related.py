@@ -3,8 +3,8 @@ columns (join), each with its aligned columns and a one-line reason.
 
 Candidates come from two places: the nearest tables by table vector (FAISS inner product over the
 lake's table vectors) and, for joins, the lake's columns that contain most of the values of one of
-the table's key-like columns (MinHash containment through the lake's LSH Ensemble index, re-checked
-on the two sketches). Each candidate's columns are aligned with the table's
+the table's key-like columns (MinHash containment estimated from the two sketches, against every
+column of the lake). Each candidate's columns are aligned with the table's
 (:func:`tabverify.lake.align.align_columns`) and an operation decided
 (:func:`tabverify.lake.align.decide`); a table found by containment is a join whatever the vectors
 say (it holds the query's entities; a union would add new ones), with the containment as its reason.
@@ -167,19 +167,14 @@ def _containment_hits(
     keys = key_like_columns(table)
     if not keys:
         return {}
-    index = lake.join_index(CONTAINMENT)
+    index = lake.join_index()
     best: dict[str, tuple[int, int, float]] = {}
     for qj in keys:
         sketch: ColumnSketch = sketch_column(c.text for c in table.column(qj))
-        for found in index.query(sketch):
-            tid, cj = found
+        for (tid, cj), share in index.query(sketch, CONTAINMENT):
             if tid in exclude or (allow is not None and tid not in allow):
                 continue
-            sketches = lake.sketches(tid)
-            if cj >= len(sketches):
-                continue
-            share = sketch.containment_in(sketches[cj])
-            if share >= CONTAINMENT and (tid not in best or share > best[tid][2]):
+            if tid not in best or share > best[tid][2]:
                 best[tid] = (qj, int(cj), share)
     ranked = sorted(best.items(), key=lambda item: (-item[1][2], item[0]))[:limit]
     return dict(ranked)

@@ -199,9 +199,6 @@ class DlteLakes:
     def column_vectors(self, table_id: str) -> np.ndarray:
         return self._lake(table_id).column_vectors(table_id)
 
-    def sketches(self, table_id: str) -> list:
-        return self._lake(table_id).sketches(table_id)
-
     def search_vector(
         self, vector: np.ndarray, k: int = 10, allow: Any = None, exclude: Collection[str] = ()
     ) -> list:
@@ -220,19 +217,19 @@ class DlteLakes:
         hits += self.targets.search_columns(vector, k, exclude_tables=exclude_tables)
         return sorted(hits, key=lambda h: (-h.score, h.id, h.column))[:k]
 
-    def join_index(self, threshold: float = 0.5) -> Any:
-        return _JoinIndexes(self, threshold)
+    def join_index(self) -> Any:
+        return _JoinIndexes(self)
 
 
 class _JoinIndexes:
-    def __init__(self, lakes: DlteLakes, threshold: float):
+    def __init__(self, lakes: DlteLakes):
         self._lakes = lakes
-        self._indexes = [lakes.distractors.join_index(threshold), lakes.targets.join_index(threshold)]
+        self._indexes = [lakes.distractors.join_index(), lakes.targets.join_index()]
 
-    def query(self, sketch: Any) -> list:
+    def query(self, sketch: Any, threshold: float) -> list:
         found = []
         for index in self._indexes:
-            found += [key for key in index.query(sketch) if self._lakes.visible(key[0])]
+            found += [hit for hit in index.query(sketch, threshold) if self._lakes.visible(hit[0][0])]
         return found
 
 
