@@ -117,6 +117,7 @@ class DuckDBDatabase(Database):
             with guard:
                 state["running"] = False
             timer.cancel()
+            timer.join()  # a timer thread still alive at interpreter exit aborts the process
         return columns, rows, truncated
 
     def _classify(self, exc: Exception) -> tuple[str, str]:
