@@ -109,3 +109,16 @@ def test_stands_for_and_wrong_links_from_the_alignment() -> None:
     (scored,) = score([KEY], [spurious]).alignments
     assert 2 not in system_stands_for(scored) and wrong_links(scored) == set()
     assert "S3" in render_alignment(score([KEY], [spurious]))
+
+
+def test_nested_long_mentions_keep_the_page_linear_in_the_text() -> None:
+    """Each hover title is cut: 400 nested mentions over a 20,000-character text used to repeat
+    the text in every title (8 MB per side); the page now stays a small multiple of the text."""
+    text = "word " * 4000
+    nested = tuple(Mention.of(i * 5, len(text) - 1 - i * 5) for i in range(400))
+    document = Document("long", text, (nested[0::2], nested[1::2]))
+    html = render_alignment(score([document], [document]))
+    assert len(html) < 40 * len(text), len(html)
+    titles = [b["title"] for b in Page(html).brackets("gold")]
+    assert len(titles) == 400 and max(len(t) for t in titles) <= 450
+    assert titles[0].startswith("G1: word word") and "[0,19999)" in titles[0]

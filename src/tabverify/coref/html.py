@@ -24,6 +24,7 @@ from tabverify.coref.document import Document, Mention, text_order
 from tabverify.coref.duplicates import last_listing
 from tabverify.coref.hard_cases import CATEGORIES, FAR_SENTENCES, OUTCOMES, HardCase, HardCases
 from tabverify.coref.score import CorefResult, DocumentAlignment
+from tabverify.text.normalize import one_line
 
 _PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -58,6 +59,37 @@ class _Bracket:
     css: str = ""
 
 
+SHOWN_CHARACTERS = 200
+"""The most of one mention the page shows (its text, its units): a long mention is shown by its
+start, so the page stays linear in the text however many long mentions nest."""
+
+
+def _shown(doc: Document, mention: Mention) -> tuple[str, str]:
+    """(text, character units) of a mention as the page shows them, each at most
+    :data:`SHOWN_CHARACTERS` long."""
+    if mention.end - mention.start <= SHOWN_CHARACTERS:
+        words, where = doc.mention_text(mention), str(mention)
+    else:
+        words, where = (
+            doc.text[mention.start : mention.start + SHOWN_CHARACTERS],
+            f"[{mention.start},{mention.end})",
+        )
+    return one_line(words, SHOWN_CHARACTERS), one_line(where, SHOWN_CHARACTERS)
+
+
+def _title(doc: Document, bracket: _Bracket, mention: Mention) -> str:
+    """A mention's hover title: label, text, characters, kind."""
+    words, where = _shown(doc, mention)
+    kind = mention.kind + (f"/{mention.subkind}" if mention.subkind else "")
+    return f"{bracket.label}: {words} {where} {kind}"
+
+
+def _listed(doc: Document, mention: Mention) -> str:
+    """A mention as a list item: its text and characters."""
+    words, where = _shown(doc, mention)
+    return f"<li>{escape(words)} {escape(where)}</li>"
+
+
 def _marked(doc: Document, brackets: Mapping[Mention, _Bracket]) -> str:
     """The text with every mention bracketed; brackets carry their colour and label."""
     opens: dict[int, list[Mention]] = {}
@@ -74,8 +106,9 @@ def _marked(doc: Document, brackets: Mapping[Mention, _Bracket]) -> str:
             )
         for m in sorted(opens.get(i, []), key=lambda m: -m.end):
             b = brackets[m]
-            title = f"{b.label}: {doc.mention_text(m)} {m} {m.kind}{'/' + m.subkind if m.subkind else ''}"
-            out.append(f'<span class="b {b.css}" style="color:{b.colour}" title="{escape(title)}">[</span>')
+            out.append(
+                f'<span class="b {b.css}" style="color:{b.colour}" title="{escape(_title(doc, b, m))}">[</span>'
+            )
         if i < len(doc.text):
             out.append(escape(doc.text[i]))
     return "".join(out)
@@ -132,20 +165,16 @@ def _section(scored: DocumentAlignment) -> str:
     for s, k in sorted(alignment.items(), key=lambda item: text_order(item[1])):
         j = system_of[s]
         verdict = "wrong link" if s in wrong else "agrees"
+        (key_words, key_where), (words, where) = _shown(key, k), _shown(response, s)
         rows.append(
-            f'<tr class="{"wrong" if s in wrong else "ok"}"><td>{escape(key.mention_text(k))}</td>'
-            f"<td>{escape(str(k))}</td><td>{escape(gold(gold_of[k]))}</td>"
-            f"<td>{escape(response.mention_text(s))}</td><td>{escape(str(s))}</td>"
+            f'<tr class="{"wrong" if s in wrong else "ok"}"><td>{escape(key_words)}</td>'
+            f"<td>{escape(key_where)}</td><td>{escape(gold(gold_of[k]))}</td>"
+            f"<td>{escape(words)}</td><td>{escape(where)}</td>"
             f"<td>{escape(system(j))}</td><td>{escape(gold(stands_for[j]) if j in stands_for else '-')}</td>"
             f"<td>{verdict}</td></tr>"
         )
-    lost = (
-        "".join(f"<li>{escape(key.mention_text(m))} {escape(str(m))}</li>" for m in misses) or "<li>none</li>"
-    )
-    extra = (
-        "".join(f"<li>{escape(response.mention_text(m))} {escape(str(m))}</li>" for m in spurious)
-        or "<li>none</li>"
-    )
+    lost = "".join(_listed(key, m) for m in misses) or "<li>none</li>"
+    extra = "".join(_listed(response, m) for m in spurious) or "<li>none</li>"
     return (
         f"<h2>{escape(key.doc_id)}</h2>"
         f'<h3>Gold</h3><div class="text gold" dir="auto">{_marked(key, gold_brackets)}</div>'
@@ -191,7 +220,10 @@ def _context(text: str, mentions: list[Mention]) -> str:
         between = text[position : m.start]
         if len(between) > 2 * CONTEXT:
             between = f"{between[:CONTEXT]} … {between[-CONTEXT:]}"
-        pieces.append(escape(between) + f"<mark>{escape(text[m.start : m.end])}</mark>")
+        marked = text[m.start : min(m.end, m.start + SHOWN_CHARACTERS)] + (
+            "…" if m.end - m.start > SHOWN_CHARACTERS else ""
+        )
+        pieces.append(escape(between) + f"<mark>{escape(marked)}</mark>")
         position = m.end
     end = min(len(text), position + CONTEXT)
     pieces.append(escape(text[position:end]) + ("…" if end < len(text) else ""))
@@ -203,8 +235,8 @@ def _hard_case_row(case: HardCase) -> str:
     return (
         f"<tr><td>{escape(case.key.doc_id)}</td>"
         f'<td class="context" dir="auto">{_context(case.key.text, mentions)}</td>'
-        f"<td>{escape(str(case.mention))}</td><td>{case.outcome}</td>"
-        f'<td dir="auto">{escape(case.system)}</td></tr>'
+        f"<td>{escape(_shown(case.key, case.mention)[1])}</td><td>{case.outcome}</td>"
+        f'<td dir="auto">{escape(one_line(case.system, 2 * SHOWN_CHARACTERS))}</td></tr>'
     )
 
 
