@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tabverify.coref.document import Document, Mention, WordSequence, text_order
 from tabverify.coref.source import CorefFormatError, listed, read_source, shown
+from tabverify.text.spans import Span
 
 EMPTY_NODE = "∅"
 """How an empty node (a dropped pronoun) appears in the text rebuilt from the tokens."""
@@ -271,6 +272,8 @@ def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
 
     The format pairs the parts of a discontinuous mention (``e1[1/2]``, ``e1[2/2]``) by entity, so
     an entity with two discontinuous mentions reads back as written only when they do not interleave.
+    It cannot write two crossing mentions of one entity (words 1-3 and 2-4: ``(e1``, ``(e1``,
+    ``e1)``, ``e1)`` reads back as 1-4 and 2-3), so such a document raises CorefFormatError.
     """
     lines: list[str] = []
     for doc in documents:
@@ -283,6 +286,7 @@ def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
         opens: dict[int, list[tuple[int, str]]] = {}  # word -> (run length, bracket)
         closes: dict[int, list[tuple[int, str]]] = {}  # word -> (run start, bracket)
         for e, entity in enumerate(doc.entities, start=1):
+            _refuse_crossing(doc, entity, index)
             for mention in entity:
                 words = [index[u] for u in mention.units]
                 head = words.index(index[mention.head]) + 1 if mention.head in index else 1
@@ -310,6 +314,30 @@ def write_conllu(documents: Iterable[Document], path: str | Path) -> None:
             lines.append("\t".join([str(token), span.of(doc.text), "_", "_", "_", "_", "0", "_", "_", misc]))
         lines.append("")
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _refuse_crossing(doc: Document, entity: tuple[Mention, ...], index: dict[Span, int]) -> None:
+    """CorefFormatError when two contiguous mentions of ``entity`` cross (overlap, neither inside
+    the other): a sweep in text order keeping the chain of mentions that nest."""
+    spans = sorted({(m.start, m.end) for m in entity if _contiguous(m, index)},
+                   key=lambda s: (s[0], -s[1]))  # fmt: skip
+    chain: list[tuple[int, int]] = []
+    for start, end in spans:
+        while chain and chain[-1][1] <= start:
+            chain.pop()
+        if chain and chain[-1][1] < end:
+            (a, b), (c, d) = chain[-1], (start, end)
+            raise CorefFormatError(
+                f"document {shown(doc.doc_id)}: two mentions of one entity cross (characters {a}-{b} "
+                f"and {c}-{d}); CoNLL-U cannot write that - write JSON (--format json) instead"
+            )
+        chain.append((start, end))
+
+
+def _contiguous(mention: Mention, index: dict[Span, int]) -> bool:
+    """No word of the document (``index``: word -> position) lies between two units of the mention."""
+    words = [index[u] for u in mention.units]
+    return words == list(range(words[0], words[-1] + 1))
 
 
 def _runs(words: list[int]) -> list[list[int]]:
