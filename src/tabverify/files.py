@@ -111,7 +111,10 @@ def parse_json(text: str, source: str = "JSON", error: type[TabverifyError] = Ta
     try:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
-        raise error(f"{source}: not valid JSON ({exc})") from None
+        reason = str(exc)
+        if "integer string conversion" in reason:
+            reason = "a number has more than 4,300 digits"
+        raise error(f"{source}: not valid JSON ({reason})") from None
     except RecursionError:
         raise error(f"{source}: JSON nested too deeply; flatten the file") from None
 

@@ -119,6 +119,9 @@ def test_cli_resolve_then_score(kibutzr_file: Path, tmp_path: Path) -> None:
     [
         ('{"doc_id": "a"}\n{"doc_id": "b"}\n', [], '"text"'),
         ("שלום", ["--format", "xml"], "--format"),
+        ('{"doc_id": "a", "text": "דני"}\n{"doc_id": "a", "text": "הוא"}\n', [], "repeats the doc_id 'a'"),
+        ('{"doc_id": 1, "text": "x", "n": ' + "9" * 5000 + "}\n", [], "more than 4,300 digits"),
+        ('{"doc_id": "long", "text": "' + "בית " * 25_001 + '"}\n', [], "at most 100,000"),
     ],
 )
 def test_cli_bad_input_exits_2(tmp_path: Path, content: str, args: list[str], message: str) -> None:
@@ -127,6 +130,29 @@ def test_cli_bad_input_exits_2(tmp_path: Path, content: str, args: list[str], me
     result = runner.invoke(app, ["coref", "resolve", str(source), "--out", str(tmp_path / "o.json"), *args])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_kibutzr_input_longer_than_the_cap_is_refused_before_resolving(tmp_path: Path) -> None:
+    """A morpheme file skips segmentation but not the length cap (30,000 morphemes took 118 s and
+    1.5 GB before it was checked)."""
+    rows = [f"בית\t{i // 20}\t{i % 20}\t_\t_" + ("\n" if i % 20 == 19 else "") for i in range(30_000)]
+    source = tmp_path / "big.conll"
+    source.write_text("#begin document big\n" + "\n".join(rows) + "\n#end document\n", encoding="utf-8")
+    result = runner.invoke(app, ["coref", "resolve", str(source), "--out", str(tmp_path / "o.json")])
+    assert (
+        result.exit_code == 2 and "119,999 characters" in result.output and "at most 100,000" in result.output
+    )
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_a_lone_surrogate_escape_in_the_input_is_written_back_as_the_same_escape(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"doc_id": "a", "text": "\\ud800 דני ראה את אחיו"}\n', encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    result = runner.invoke(app, ["coref", "resolve", str(source), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    assert '"\\ud800 דני' in written and json.loads(written)["text"] == "\ud800 דני ראה את אחיו"
 
 
 def test_cli_missing_input_and_bad_bench_data(tmp_path: Path) -> None:

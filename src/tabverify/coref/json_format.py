@@ -16,6 +16,7 @@ checked: anything else is a :class:`CorefFormatError` naming the document and th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from typing import Any
 from tabverify.coref.document import KINDS, SUBKINDS, Document, Mention, classify_span, text_order
 from tabverify.coref.source import CorefFormatError, parse_json_source, read_source, shown
 from tabverify.text.spans import Span
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _offset(value: object) -> int | None:
@@ -103,15 +106,13 @@ def _document(record: object, number: int, source: str) -> Document:
     return Document(doc_id, text, tuple(entities), convention="first")
 
 
-def read_json(path: str | Path) -> list[Document]:
-    """Documents from JSON (a list or one object) or JSON Lines, with character offsets.
+def json_records(text: str, path: Path) -> list[object]:
+    """The records of a JSON file's ``text``: a list, one object, or JSON Lines (one per line).
 
     Raises:
-        CorefFormatError: invalid JSON (``NaN``/``Infinity`` included, nesting capped), or a record,
-            cluster or mention of another shape (see the module documentation).
+        CorefFormatError: invalid JSON (``NaN``/``Infinity`` included, nesting capped), naming the
+            line for JSON Lines.
     """
-    path = Path(path)
-    text = read_source(path)
     try:
         data = parse_json_source(text, str(path))
     except CorefFormatError as whole:
@@ -126,7 +127,18 @@ def read_json(path: str | Path) -> list[Document]:
                 if n == lines[0][0]:
                     raise whole from None  # not JSON Lines either: report the file as a whole
                 raise
-    records = data if isinstance(data, list) else [data]
+    return data if isinstance(data, list) else [data]
+
+
+def read_json(path: str | Path) -> list[Document]:
+    """Documents from JSON (a list or one object) or JSON Lines, with character offsets.
+
+    Raises:
+        CorefFormatError: invalid JSON (:func:`json_records`), or a record, cluster or mention of
+            another shape (see the module documentation).
+    """
+    path = Path(path)
+    records = json_records(read_source(path), path)
     return [_document(record, number, path.name) for number, record in enumerate(records, start=1)]
 
 
@@ -138,8 +150,13 @@ def document_record(doc: Document) -> dict[str, object]:
 
 
 def document_line(doc: Document) -> str:
-    """One document as a line of JSON Lines (with its newline), as :func:`write_json` writes it."""
-    return json.dumps(document_record(doc), ensure_ascii=False, allow_nan=False) + "\n"
+    """One document as a line of JSON Lines (with its newline), as :func:`write_json` writes it.
+
+    Text stays as it is (Hebrew is not escaped), except a lone surrogate (from a ``"\\ud800"``
+    escape in the input), which cannot be written as UTF-8: it is written as the same escape, so
+    the line is valid JSON that reads back to the same text and offsets."""
+    line = json.dumps(document_record(doc), ensure_ascii=False, allow_nan=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line) + "\n"
 
 
 def write_json(documents: Iterable[Document], path: str | Path) -> None:

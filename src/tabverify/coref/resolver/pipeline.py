@@ -10,7 +10,6 @@ each morpheme's character span.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,11 +18,12 @@ from pathlib import Path
 from tabverify.coref.conll import read_conll
 from tabverify.coref.document import Document, Mention, classify_span, text_order
 from tabverify.coref.formats import detect_format, read_documents
+from tabverify.coref.json_format import json_records
 from tabverify.coref.resolver.data import MorphRange, Token, read_document
 from tabverify.coref.resolver.links import cluster
 from tabverify.coref.resolver.mentions import detect
 from tabverify.coref.resolver.model import LinearModel
-from tabverify.coref.source import CorefFormatError, read_source
+from tabverify.coref.source import CorefFormatError, read_source, shown
 from tabverify.text.spans import Span
 
 MENTION_MODEL = "coref_mention.npz"
@@ -84,6 +84,14 @@ def build_document(
     return Document(doc_id, text, tuple(entities), (), "first", tuple(str(i) for i in range(len(entities))))
 
 
+def _check_length(text: str) -> None:
+    if len(text) > MAX_CHARACTERS:
+        raise ValueError(
+            f"the text has {len(text):,} characters; the resolver takes at most {MAX_CHARACTERS:,} "
+            "(split it into documents)"
+        )
+
+
 def resolve_tokens(
     doc_id: str,
     text: str,
@@ -95,7 +103,11 @@ def resolve_tokens(
 
     Only entities of two or more mentions are kept: the detector over-generates on purpose (its
     threshold is chosen for CoNLL-F1) and leaves what the linker does not link as singletons.
+
+    Raises:
+        ValueError: the text is longer than :data:`MAX_CHARACTERS`.
     """
+    _check_length(text)
     clusters = predict(tokens, models or load_models())
     return build_document(doc_id, text, spans, [c for c in clusters if len(c) > 1])
 
@@ -108,10 +120,7 @@ def resolve(text: str, doc_id: str = "doc", models: Models | None = None) -> Doc
     """
     from tabverify.coref.resolver.morph import segment
 
-    if len(text) > MAX_CHARACTERS:
-        raise ValueError(
-            f"the text has {len(text):,} characters; the resolver takes at most {MAX_CHARACTERS:,}"
-        )
+    _check_length(text)
     morphs = segment(text)
     tokens, sentence = [], 0
     for morph in morphs:
@@ -129,21 +138,17 @@ def _kibutzr_file(path: Path, head: str) -> bool:
 
 
 def _json_inputs(path: Path, text: str) -> list[tuple[str, str]]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        records = [json.loads(line) for line in lines]
-    except json.JSONDecodeError:
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CorefFormatError(f"{path}: not JSON Lines ({exc.msg} at line {exc.lineno})") from None
-        records = whole if isinstance(whole, list) else [whole]
-    documents = []
-    for number, record in enumerate(records, 1):
+    documents: dict[str, str] = {}
+    for number, record in enumerate(json_records(text, path), 1):
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise CorefFormatError(f'{path}: record {number} needs a "text" string (and a "doc_id")')
-        documents.append((str(record.get("doc_id", number)), record["text"]))
-    return documents
+        doc_id = str(record.get("doc_id", number))
+        if doc_id in documents:
+            raise CorefFormatError(
+                f"{path}: record {number} repeats the doc_id {shown(doc_id)}; give each document its own"
+            )
+        documents[doc_id] = record["text"]
+    return list(documents.items())
 
 
 def resolve_file(path: str | Path, models: Models | None = None) -> list[Document]:
@@ -163,20 +168,22 @@ def resolve_file(path: str | Path, models: Models | None = None) -> list[Documen
     fmt = detect_format(path)
     if _kibutzr_file(path, text[:20000]):
         doc, words = read_document(path), read_conll(path)[0]  # the text and spans the scorer reads
-        return [resolve_tokens(doc.doc_id, words.text, doc.tokens, list(words.words), models)]
+        try:
+            return [resolve_tokens(doc.doc_id, words.text, doc.tokens, list(words.words), models)]
+        except ValueError as exc:
+            raise CorefFormatError(f"{path}: document {shown(doc.doc_id)}: {exc}") from None
     if fmt == "json":
         inputs = _json_inputs(path, text)
     elif fmt == "conllu" or "#begin document" in text[:20000]:  # detect_format says "conll" for any text
         inputs = [(doc.doc_id, doc.text) for doc in read_documents(path, fmt)]
     else:
         inputs = [(path.stem, text)]
-    documents = []
-    for doc_id, content in inputs:
+    for doc_id, content in inputs:  # refuse before resolving anything
         try:
-            documents.append(resolve(content, doc_id, models))
+            _check_length(content)
         except ValueError as exc:
-            raise CorefFormatError(f"{path}: document {doc_id!r}: {exc}") from None
-    return documents
+            raise CorefFormatError(f"{path}: document {shown(doc_id)}: {exc}") from None
+    return [resolve(content, doc_id, models) for doc_id, content in inputs]
 
 
 def to_token_document(doc: Document) -> Document:
