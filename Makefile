@@ -81,7 +81,7 @@ bench: $(VENV)/.installed
 	$(PY) scripts/bench_speed.py --data $(DATA) --limit 2000
 	$(PY) scripts/bench_recall.py --data $(DATA)
 	$(PY) scripts/bench_bootstrap.py --data $(DATA)
-	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --cv 5 --out results/arxiveri-dev.json
+	$(VENV)/bin/tabverify bench arxiveri --data $(ARXIVERI) --cv 5 --cv-repeats 20 --out results/arxiveri-dev.json
 	$(PY) scripts/bench_crosscheck_flags.py --data $(ARXIVERI) --out results/crosscheck-flags-dev.json \
 		--markdown results/crosscheck-flags-dev.md --seed 0
 	$(PY) scripts/bench_coref_speed.py --data $(COREF)

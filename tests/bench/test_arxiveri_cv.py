@@ -106,7 +106,6 @@ def test_evidence_separates_labelled_specific_and_shared_numbers() -> None:
     candidate = rank_tables(target, [source])[0]
     found = evidence(target, candidate)
     # 43.7 and 12 sit under the same row label (Swin); 30 only shares the column header
-    assert found.row_labelled == 2.0
     assert found.share == pytest.approx(3 / 4)  # three labelled pairs of the target's four numbers
     assert found.specific == 1.0  # only 43.7 has three significant digits
     assert 0 < found.text <= 1
@@ -121,8 +120,8 @@ def test_a_transposed_copy_compares_labels_along_the_same_axis() -> None:
 
 
 def test_fit_model_is_deterministic_and_orders_evidence() -> None:
-    strong = [Evidence(10.0 + i, 0.5, 0.3, 8.0 + i) for i in range(6)]
-    weak = [Evidence(0.0, 0.01 * i, 0.1, 0.0) for i in range(6)]
+    strong = [Evidence(0.5 + 0.05 * i, 8.0 + i, 0.3) for i in range(6)]
+    weak = [Evidence(0.01 * i, 0.0, 0.1) for i in range(6)]
     labels = [True] * 6 + [False] * 6
     model = fit_model(strong + weak, labels, unlabelled_factor=0.5)
     assert model == fit_model(strong + weak, labels, unlabelled_factor=0.5)
@@ -185,3 +184,24 @@ def test_bench_cli_cv_block_and_bad_fold_count(tmp_path: Path) -> None:
     bad = run("bench", "arxiveri", "--data", str(root), "--cv", "1")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "Traceback" not in bad.stderr
+
+
+def test_a_seeded_deal_moves_papers_but_keeps_them_whole_and_is_reproducible() -> None:
+    ids = [f"p{i}" for i in range(12) for _ in range(2)]
+    plain, seeded = folds_by_paper(ids, 4), folds_by_paper(ids, 4, seed=3)
+    assert seeded == folds_by_paper(ids, 4, seed=3) and seeded != plain
+    assert all(seeded[i] == seeded[i + 1] for i in range(0, len(ids), 2))  # both pairs of a paper
+    assert sorted(seeded.count(k) for k in range(4)) == [6, 6, 6, 6]
+
+
+def test_repeated_cross_validation_reports_each_deal(tmp_path: Path) -> None:
+    pairs = load_pairs(_release(tmp_path / "release"))
+    repeated = cross_validate(pairs, 5, repeats=3)["repeated"]
+    assert isinstance(repeated, dict) and len(repeated["table_match_accuracy"]) == 3
+    assert repeated["min"] <= repeated["median"] <= repeated["max"]
+    assert "repeated" not in cross_validate(pairs, 5)
+    root = tmp_path / "release"
+    result = run("bench", "arxiveri", "--data", str(root), "--cv-repeats", "2")
+    assert result.returncode == 2 and "--cv" in result.stderr and "Traceback" not in result.stderr
+    result = run("bench", "arxiveri", "--data", str(root), "--cv", "5", "--cv-repeats", "2")
+    assert result.returncode == 0 and json.loads(result.stdout)["cv"]["repeated"]["seeds"] == "1-2"

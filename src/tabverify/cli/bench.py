@@ -202,6 +202,16 @@ def bench_arxiveri(
             help="Also cross-validate table matching in K folds by target paper (0: off)",
         ),
     ] = 0,
+    cv_repeats: Annotated[
+        int,
+        typer.Option(
+            "--cv-repeats",
+            metavar="N",
+            min=0,
+            max=1000,
+            help="With --cv: N more deals of the papers into folds (seeds 1..N), reported by median/min/max",
+        ),
+    ] = 0,
 ) -> None:
     """Run the arXiVeri benchmark: table-matching accuracy (th->td normalised and verbatim) and
     cell-matching precision/recall/F1 pooled over pairs; with --cv K, a "cv" block with the
@@ -210,10 +220,14 @@ def bench_arxiveri(
 
     if cv == 1:
         raise typer.BadParameter("needs at least 2 folds (or 0 for none)", param_hint="--cv")
+    if cv_repeats and not cv:
+        raise typer.BadParameter("repeats a cross-validation: give --cv K too", param_hint="--cv-repeats")
     _data_folder(data)
     check_output(out_file, "--out", [data])
     with progress() as report, input_errors():
-        result = run_benchmark(data, progress=lambda done, total: report("arxiveri", done, total), cv=cv)
+        result = run_benchmark(
+            data, progress=lambda done, total: report("arxiveri", done, total), cv=cv, cv_repeats=cv_repeats
+        )
     _write_result(out_file, result)
     summary = {k: result[k] for k in ("benchmark", "n_pairs", "metrics", "comparison", "seconds")}
     if "cv" in result:

@@ -8,11 +8,12 @@ otherwise (values alone coincide across unrelated tables; values under the same 
 Shared caption and header words break ties.
 
 Whether the best candidate is the source at all, or the citation credits a method but copies no
-numbers ("no match"), is decided by a small logistic model (:class:`MatchModel`) over scale-free
-:class:`Evidence`: how much of the agreement sits under agreeing row labels, the share of the
-target's numbers found, how much of it is in specific values (three significant digits or more:
-"100", "12" or "0.5" agree by chance across unrelated tables, "40.6" seldom does) and the caption
-and header similarity. :data:`DEFAULT_MODEL` was fitted on the arXiVeri development pairs; the
+numbers ("no match"), is decided by a small logistic model (:class:`MatchModel`) over three
+measures of :class:`Evidence`, fixed a priori (they are the ones issue 13 proposed; none was
+selected by its score on the development pairs) and free of absolute counts of rows: the share of the
+target's numbers found, how much of the agreement is in specific values (three significant digits
+or more: "100", "12" or "0.5" agree by chance across unrelated tables, "40.6" seldom does) and the
+caption and header similarity. :data:`DEFAULT_MODEL` was fitted on the arXiVeri development pairs; the
 benchmark cross-validates the whole choice (model and ``unlabelled_factor``) by target paper
 (:mod:`tabverify.bench.arxiveri`).
 
@@ -81,11 +82,9 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Evidence:
-    """Scale-free evidence that a candidate is the source of the target's numbers.
+    """Evidence that a candidate is the source of the target's numbers.
 
     Attributes:
-        row_labelled: agreement weight of the aligned pairs whose row labels share a word (the same
-            method or setting in both tables).
         share: agreement weight of the pairs whose row or column labels agree, over the number of
             the target's numbers (the part of the target the candidate explains, in [0, 1]).
         specific: agreement weight of the label-agreeing pairs whose target value has at least
@@ -93,15 +92,14 @@ class Evidence:
         text: caption and header word similarity (:attr:`Candidate.text_similarity`).
     """
 
-    row_labelled: float
     share: float
     specific: float
     text: float
 
-    def features(self) -> tuple[float, float, float, float]:
-        """The model's inputs: counts on a log scale (the tenth shared row adds less than the
-        second), the share and the text similarity as they are."""
-        return (math.log1p(self.row_labelled), self.share, self.text, math.log1p(self.specific))
+    def features(self) -> tuple[float, float, float]:
+        """The model's inputs: the share and the text similarity as they are, the specific
+        agreement on a log scale (the tenth specific value adds less than the second)."""
+        return (self.share, self.text, math.log1p(self.specific))
 
 
 def significant_digits(value: Decimal) -> int:
@@ -113,16 +111,15 @@ def significant_digits(value: Decimal) -> int:
 def evidence(target: Grid, candidate: Candidate) -> Evidence:
     """The :class:`Evidence` a candidate's alignment gives for it being the target's source."""
     numbers = NumberIndex.of(target).numbers
-    row_labelled = labelled = specific = 0.0
+    labelled = specific = 0.0
     for pair in candidate.alignment.pairs:
         weight = AGREEMENT_WEIGHT.get(pair.agreement, 0.0)
-        row_labelled += weight if pair.row_labelled else 0.0
         if pair.labelled:
             labelled += weight
             measured = numbers.get(pair.target)
             if measured is not None and significant_digits(measured.value) >= SPECIFIC_DIGITS:
                 specific += weight
-    return Evidence(row_labelled, labelled / max(1, len(numbers)), specific, candidate.text_similarity)
+    return Evidence(labelled / max(1, len(numbers)), specific, candidate.text_similarity)
 
 
 @dataclass(frozen=True)
@@ -154,7 +151,7 @@ class MatchModel:
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (rounded for reading)."""
         return {
-            "features": ["log1p(row_labelled)", "share", "text", "log1p(specific)"],
+            "features": ["share", "text", "log1p(specific)"],
             "mean": [round(v, 4) for v in self.mean],
             "scale": [round(v, 4) for v in self.scale],
             "weights": [round(v, 4) for v in self.weights],
@@ -207,11 +204,11 @@ def fit_model(
 
 
 DEFAULT_MODEL = MatchModel(
-    mean=(1.6227, 0.2303, 0.2382, 1.6826),
-    scale=(1.458, 0.2556, 0.1413, 1.3704),
-    weights=(1.003, 1.129, 1.5169, 1.0931),
-    bias=2.6462,
-    unlabelled_factor=0.25,
+    mean=(0.2293, 0.2378, 1.6522),
+    scale=(0.2565, 0.1422, 1.3997),
+    weights=(1.3209, 1.4668, 1.5228),
+    bias=2.2997,
+    unlabelled_factor=0.5,
 )
 """Fitted on the 66 arXiVeri development pairs (``tabverify bench arxiveri --data DIR --cv 5``
 prints it as ``cv.full_model``); its cross-validated accuracy is in docs/benchmarks.md."""
