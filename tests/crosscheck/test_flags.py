@@ -291,3 +291,49 @@ def test_a_row_named_differently_is_tied_by_two_results(tmp_path: Path) -> None:
     # named alike (the issue's rule)
     assert list(check(tmp_path, copy((2, 0, "He et al."), (2, 1, "78.01"), (2, 4, "")))) == [(2, 1)]
     assert list(check(tmp_path, copy((2, 1, "78.01"), (2, 4, "")))) == [(2, 1)]
+
+
+def test_a_column_disagreeing_more_often_than_it_agrees_is_another_setting(tmp_path: Path) -> None:
+    """Rows tied by Top-1, Params and FLOPs; a Top-5 column that differs in most of them holds
+    another setting (the issue's burst of flags from one misaligned column), not three typos."""
+    other_setting = copy((1, 2, "90.11"), (2, 2, "91.02"), (3, 2, "93.37"))
+    assert check(tmp_path, other_setting) == {}
+    two_slips = copy((1, 2, "92.68"), (2, 2, "93.65"))  # three cells of the column still agree
+    assert list(check(tmp_path, two_slips)) == [(1, 2), (2, 2)]
+    lone = [row[:3] for row in copy((1, 2, "92.68"))[:2]] + [row[:3] for row in SOURCE[2:]]
+    lone[3][2] = lone[4][2] = "-"  # one wrong cell is no pattern, whatever else the column holds
+    assert (1, 2) in check(tmp_path, lone)
+
+
+def test_one_tie_is_specific_only_when_both_sides_are_written_precisely(tmp_path: Path) -> None:
+    source = [
+        ["Method", "Size", "Top-1", "Params (M)"],
+        ["ResNet-50", "224", "76.13", "26"],
+        ["DeiT-S", "224", "79.85", "22.1"],
+    ]
+    target = [list(row) for row in source]
+    target[1] = ["ResNet-50", "", "77.13", "25.6"]  # 25.6 rounds to the source's 26: two digits shared
+    assert check(tmp_path, target, source=source) == {}
+    source[1][3] = "25.6"
+    assert list(check(tmp_path, target, source=source)) == [(1, 2)]
+
+
+def test_a_header_flag_reads_the_column_s_own_header_not_the_group_above(tmp_path: Path) -> None:
+    """'AP^b' under the group 'Mask R-CNN' is the source's box AP, not its 'AP mask' column."""
+    source = [
+        ["Backbone", "AP box", "AP50 box", "AP mask"],
+        ["ResNet-50", "38.01", "58.62", "34.43"],
+        ["ResNet-101", "40.41", "61.12", "36.42"],
+        ["PVT-S", "40.43", "62.91", "37.82"],
+    ]
+    target = [["Backbone", "Mask R-CNN", "Mask R-CNN", "Mask R-CNN"], ["", "AP^b", "AP50^b", "AP^m"]]
+    target += [list(row) for row in source[1:]]
+    report = crosscheck(
+        write(tmp_path, "target.html", target, header_rows=2), write(tmp_path, "source.html", source)
+    )
+    assert report.source_index == 0 and report.discrepancies == ()
+    target[1][1] = "AP mask"  # the column's own header names the other source column
+    report = crosscheck(
+        write(tmp_path, "target.html", target, header_rows=2), write(tmp_path, "source.html", source)
+    )
+    assert [d.kind for d in report.discrepancies] == [DiscrepancyKind.HEADER]

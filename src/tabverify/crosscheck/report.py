@@ -3,8 +3,9 @@
 A discrepancy is a target number whose row and column correspond to a source cell (by the
 alignment) but whose value does not agree with it. Only cells whose meaning is established are
 judged (:func:`judged_cells`): rows tied to a source row by at least two agreeing result cells (or
-by one specific value under the same name), named like it and not marked by the target as its own, reproduced or re-implemented results;
-columns whose headers agree. A discrepancy is classified by what most likely happened:
+by one value specific on both sides under the same name), named like it and not marked by the target as its own, reproduced or re-implemented results;
+columns whose headers agree. Rows and columns whose cells disagree more often than they agree hold
+another experiment, and raise none. A discrepancy is classified by what most likely happened:
 
 - ``rounding``: close to the source value but not its correct rounding (0.354 for 0.3546);
 - ``scale``: off by a power of ten (6.84 for 68.4); the percent/fraction factor 100 counts only
@@ -351,18 +352,27 @@ def _specific(m: Measurement) -> bool:
     return m.decimals > 0 and significant_digits(m.value) >= SPECIFIC_DIGITS
 
 
-def _ties(target: Grid, alignment: Alignment, own_cells: set[Position]) -> tuple[Counter[int], Counter[int]]:
+def _ties(
+    target: Grid, source: Grid, alignment: Alignment, own_cells: set[Position]
+) -> tuple[Counter[int], Counter[int]]:
     """Per target row, its agreeing result cells (:func:`is_result`; scale slips and own cells not
-    counted), and how many of them are specific (:func:`_specific`)."""
+    counted), and how many of them are specific (:func:`_specific`) on both sides: "68.99" agrees
+    with "69M" by rounding, but the two share only two digits."""
     slips = _scale_slips(alignment)
     numbers = target.data_measurements
     tied = [
-        p.target
+        p
         for p in alignment.pairs
         if p not in slips and p.target not in own_cells and is_result(numbers[p.target])
     ]
-    specific = [t for t in tied if _specific(numbers[t])]
-    return Counter(t[0] for t in tied), Counter(t[0] for t in specific)
+    specific = [
+        p
+        for p in tied
+        if _specific(numbers[p.target])
+        and (other := source.data_measurements.get(p.source)) is not None
+        and _specific(other)
+    ]
+    return Counter(p.target[0] for p in tied), Counter(p.target[0] for p in specific)
 
 
 def _mostly_copied(found: list[Discrepancy], ties: Counter[int], named: set[int]) -> list[Discrepancy]:
@@ -380,6 +390,18 @@ def _mostly_copied(found: list[Discrepancy], ties: Counter[int], named: set[int]
     ]
 
 
+def _mostly_copied_columns(found: list[Discrepancy], agreeing: Counter[int]) -> list[Discrepancy]:
+    """The discrepancies of columns that, over the judged rows, do not disagree in more cells than
+    they agree (``agreeing``: agreeing pairs per target column) - the column counterpart of
+    :func:`_mostly_copied`. A column whose cells mostly differ from the source column it was paired
+    with holds another setting (another schedule, another detector under the same metric name)
+    that a few values share by chance, not a miscopied column. One wrong cell is no pattern: a
+    column is set aside only from two. Values the source holds elsewhere do not count against the
+    column, as for rows."""
+    wrong = Counter(d.target[1] for d in found if d.found_at is None)
+    return [d for d in found if wrong[d.target[1]] < 2 or wrong[d.target[1]] <= agreeing[d.target[1]]]
+
+
 def judged_cells(
     target: Grid, source: Grid, alignment: Alignment
 ) -> tuple[set[int], set[int], set[Position]]:
@@ -390,7 +412,7 @@ def judged_cells(
     (:func:`_same_row`); a column when its header agrees with the source column's
     (:func:`_headers_agree`)."""
     own, own_cells = own_rows(target)
-    ties, specific = _ties(target, alignment, own_cells)
+    ties, specific = _ties(target, source, alignment, own_cells)
     rows = {
         row
         for row, n in ties.items()
@@ -550,7 +572,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
     """
     rows, columns, own_cells = judged_cells(target, source, alignment)
-    ties, _ = _ties(target, alignment, own_cells)
+    ties, _ = _ties(target, source, alignment, own_cells)
     slips = _scale_slips(alignment)
     slip_targets = {p.target for p in slips}
     paired = {p.target for p in alignment.pairs} - slip_targets
@@ -570,6 +592,9 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
         kind, evidence, where = _classify(target, source, alignment, t, s)
         found.append(Discrepancy(t, s, target.text(*t), source.text(*s), kind, evidence, where))
     found = _mostly_copied(found, ties, {row for row in rows if ties[row] == 1})
+    found = _mostly_copied_columns(
+        found, Counter(p.target[1] for p in alignment.pairs if p not in slips and p.target[0] in rows)
+    )
     found = _mark_permutations(found)
     found.extend(_header_swaps(target, source, alignment))
     return found
@@ -606,7 +631,9 @@ def _mark_permutations(found: list[Discrepancy]) -> list[Discrepancy]:
 
 def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Discrepancy]:
     """Columns whose numbers match one source column while their header names another one: another
-    source header whose words all appear in the target header fits it better than the matched one."""
+    source header whose words all appear in the target column's own header (its lowest header
+    cell, when that has words: a group header above, "Mask R-CNN 1x", does not name the metric
+    "AP^mask") fits it better than the matched one."""
     if alignment.transposed or target.header_row_count == 0:
         return []
     counts = Counter(p.target[1] for p in alignment.pairs)
@@ -615,7 +642,9 @@ def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Disc
     for tc, sc in sorted(alignment.columns.items()):
         if counts[tc] < 2:
             continue
-        words = label_words(target.column_label(tc))
+        words = label_words(target.text(target.header_row_count - 1, tc)) or label_words(
+            target.column_label(tc)
+        )
 
         def fit(label: frozenset[str], words: frozenset[str] = words) -> int:
             return len(label & words) - len(label - words)

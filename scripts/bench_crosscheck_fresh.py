@@ -1,0 +1,134 @@
+"""Crosscheck flags on tables no rule was written after: the target papers' other tables.
+
+    python scripts/bench_crosscheck_fresh.py --data ../shared/datasets/arxiveri --scope paper \\
+        --judgements scripts/crosscheck_fresh_judgements.json --out results/crosscheck-fresh.json
+
+The development portion annotates one table of each target paper against each cited source (66
+pairs); the target papers hold 171 tables. This script checks every OTHER table of a target paper
+against source papers of the release: with ``--scope cited``, the sources the table itself cites
+(its ``list_citation_info``); with ``--scope paper``, every source the paper cites (an editor running
+the tool over a paper without saying which table cites what). The 66 annotated (table, source)
+pairs are left out. Nothing here is annotated, so the flags are read by a person:
+``--judgements`` is a JSON object keyed ``"target/table/source/row,column"`` whose values are
+``{"worth_a_look": bool, "why": str}``. The output counts flags, the tables they come from, and the
+precision over the judged flags, and lists the flags nobody has judged yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tabverify.bench.arxiveri import _entries, _grid, _load, normalise_th
+from tabverify.crosscheck import crosscheck
+from tabverify.errors import TabverifyError
+from tabverify.table.grid import Grid
+from tabverify.table.html import read_html_tables
+
+
+def _sources(root: Path, source_id: str, cache: dict[str, list[Grid]]) -> list[Grid]:
+    """The source paper's tables, numbered as the benchmark numbers them."""
+    if source_id not in cache:
+        path = root / "source_papers" / f"{source_id}.json"
+        grids: list[Grid] = []
+        for html, caption in _entries(_load(path), path):
+            try:
+                found = read_html_tables(html, source_id)
+            except TabverifyError:
+                continue  # figures and empty entries
+            for grid in found:
+                grids.append(
+                    Grid(grid.cells, " ".join(caption.split()), f"{source_id}#table{len(grids) + 1}")
+                )
+        cache[source_id] = grids
+    return cache[source_id]
+
+
+def fresh_flags(root: Path, scope: str) -> tuple[dict[str, int], list[dict[str, object]]]:
+    """Counts (combinations checked, matched) and every flag of the non-annotated tables."""
+    annotated: set[tuple[str, str, str]] = set()
+    for path in (root / "ground_truth" / "table_match").glob("*/*.json"):
+        truth = json.loads(path.read_text(encoding="utf-8"))
+        annotated.add((path.parent.name, normalise_th(truth["target_table"]), path.stem))
+    cache: dict[str, list[Grid]] = {}
+    counts, flags = Counter[str](), []
+    for paper_path in sorted((root / "target_papers").glob("*.json")):
+        target_id = paper_path.stem
+        paper = json.loads(paper_path.read_text(encoding="utf-8"))
+        title_to_id = paper.get("source_title_to_arxiv_id", {})
+        citation_to_title = paper.get("citation_info_to_title", {})
+        for number, entry in enumerate(paper["list_table_and_caption"], start=1):
+            if scope == "cited":
+                cited = {
+                    title_to_id.get(citation_to_title.get(c, "")) for c in entry.get("list_citation_info", [])
+                }
+            else:
+                cited = set(title_to_id.values())
+            cited = {s for s in cited if s and (root / "source_papers" / f"{s}.json").exists()}
+            for source_id in sorted(cited):
+                if (target_id, normalise_th(entry["table"]), source_id) in annotated:
+                    continue
+                try:
+                    target = _grid(entry["table"], entry["caption"], f"{target_id} table {number}")
+                    report = crosscheck(target, _sources(root, source_id, cache))
+                except TabverifyError:
+                    continue  # a figure, or a table the reader refuses
+                counts["checked"] += 1
+                counts["matched"] += report.source_index is not None
+                for d in report.discrepancies:
+                    flags.append(
+                        {
+                            "key": f"{target_id}/{number}/{source_id}/{d.target[0]},{d.target[1]}",
+                            "source_table": (report.source_index or 0) + 1,
+                            "row": target.row_label(d.target[0]),
+                            "column": target.column_label(d.target[1]),
+                            "target_text": d.target_text,
+                            "source_text": d.source_text,
+                            "kind": str(d.kind),
+                            "evidence": d.evidence,
+                        }
+                    )
+    return dict(counts), flags
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, type=Path, help="arXiVeri release folder")
+    parser.add_argument("--scope", choices=("cited", "paper"), default="paper")
+    parser.add_argument("--judgements", type=Path, help="hand judgements (JSON, see the docstring)")
+    parser.add_argument("--out", type=Path, help="write the JSON result here")
+    args = parser.parse_args()
+    if not (args.data / "target_papers").is_dir():
+        print(f"{args.data}: no target_papers/ folder (the arXiVeri release layout)", file=sys.stderr)
+        return 2
+    counts, flags = fresh_flags(args.data, args.scope)
+    judgements = json.loads(args.judgements.read_text(encoding="utf-8")) if args.judgements else {}
+    judged = [f for f in flags if f["key"] in judgements]
+    good = sum(bool(judgements[f["key"]]["worth_a_look"]) for f in judged)
+    for f in judged:
+        f["judgement"] = judgements[f["key"]]
+    tables = Counter(str(f["key"]).rsplit("/", 1)[0] for f in flags)
+    result = {
+        "scope": args.scope,
+        **counts,
+        "flags": len(flags),
+        "tables_with_flags": len(tables),
+        "largest": tables.most_common(3),
+        "judged": len(judged),
+        "worth_a_look": good,
+        "precision_judged": round(good / len(judged), 3) if judged else None,
+        "not_judged": [f["key"] for f in flags if f["key"] not in judgements],
+    }
+    print(json.dumps(result, indent=1))
+    if args.out:
+        args.out.write_text(
+            json.dumps({**result, "items": flags}, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
