@@ -131,8 +131,7 @@ def _cells(flat: object, path: Path) -> frozenset[tuple[Position, Position]]:
     for cell in flat:
         if not (
             isinstance(cell, dict)
-            and isinstance(cell.get("rowIndex"), int)
-            and isinstance(cell.get("colIndex"), int)
+            and all(type(cell.get(key)) is int for key in ("rowIndex", "colIndex"))  # not True/False
         ):
             raise DatasetError(f"{path}: every cell must be an object with integer rowIndex and colIndex")
         positions.append((cell["rowIndex"], cell["colIndex"]))

@@ -47,6 +47,35 @@ def read_document(path: Path) -> list[Grid]:
         fail(str(exc))
 
 
+def _read_sources(targets: list[Grid], paths: list[Path]) -> list[tuple[str, list[Grid]]]:
+    """The source documents, each read once (a path given twice is one source), refused as soon
+    as the run passes :data:`~tabverify.crosscheck.cells.MAX_RUN_NUMBERS` numbers - not after every
+    source has been read and held (300 copies of one 282 KB source took minutes and a gigabyte)."""
+    from tabverify.crosscheck.cells import MAX_RUN_NUMBERS, check_numbers
+
+    numbers = sum(len(grid.data_measurements) for grid in targets)
+    documents, seen = [], set()
+    for path in paths:
+        key = path.resolve()
+        if key in seen:
+            continue
+        seen.add(key)
+        grids = read_document(path)
+        for number, grid in enumerate(grids, start=1):
+            try:
+                check_numbers(grid, f"table {number} of {path}")
+            except TabverifyError as exc:
+                fail(str(exc))
+            numbers += len(grid.data_measurements)
+        if numbers > MAX_RUN_NUMBERS:
+            fail(
+                f"the target and source tables of this run hold more than {MAX_RUN_NUMBERS:,} numbers in "
+                f"all (reached at --source {path}); check some target tables with --table N, or fewer sources per run"
+            )
+        documents.append((str(path), grids))
+    return documents
+
+
 def _where(grid: Grid, position: tuple[int, int]) -> str:
     row_label = display_text(grid.row_label(position[0]))
     column_label = display_text(grid.column_label(position[1]))
@@ -125,7 +154,7 @@ def crosscheck(
 
     check_output(html, "--html", [target, *sources])
     targets = read_document(target)
-    documents = [(str(path), read_document(path)) for path in sources]
+    documents = _read_sources(targets, sources)
     try:
         run = check_documents(str(target), targets, documents, table)
     except TabverifyError as exc:

@@ -298,16 +298,30 @@ def _best_map(votes: dict[tuple[int, int], float]) -> dict[int, int]:
 
 
 _LABEL_WORD = re.compile(r"[a-z]{2,}|\d+")
-_CITATION = re.compile(r"\[[^\]]*\]|\([^)]*\d{4}[^)]*\)|\bDBLP:\S+|\b[a-z]+\d{4}[a-z]+\b", re.IGNORECASE)
+# citations in a label: "[12]", "(Smith et al., 2021)", "DBLP:conf/...", "he2016deep"; every
+# repetition is bounded, so that a label of 200,000 "[" or "(" is scanned in linear time
+_CITATION = re.compile(
+    r"\[[^\]]{0,200}\]|\([^()]{0,200}\)|\bDBLP:\S{1,200}|\b[a-z]{1,40}\d{4}[a-z]{1,40}\b", re.IGNORECASE
+)
+_YEAR = re.compile(r"\d{4}")
+MAX_LABEL_TEXT = 1000
+"""Characters of a row or column label read for its words (a longer label is cut there)."""
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
 # words that name no particular row or column ("Ours" names a different method in each paper)
 _GENERIC = {"ours", "our", "the", "of", "and", "with", "method", "methods", "model", "models", "et", "al"}
 
 
+def _citation(match: re.Match[str]) -> str:
+    """A citation is removed; a bracket in parentheses only when it holds a year ("(2021)", not
+    "(ms)")."""
+    found = match.group(0)
+    return found if found.startswith("(") and not _YEAR.search(found) else " "
+
+
 def label_words(text: str) -> frozenset[str]:
     """The words of a row or column label: citations ("[12]", "DBLP:...", "(Smith 2021)"), LaTeX
     commands, one-letter words and generic words ("ours", "method") removed."""
-    text = _LATEX_COMMAND.sub(" ", _CITATION.sub(" ", text)).lower()
+    text = _LATEX_COMMAND.sub(" ", _CITATION.sub(_citation, text[:MAX_LABEL_TEXT])).lower()
     return frozenset(w for w in _LABEL_WORD.findall(text) if w not in _GENERIC)
 
 

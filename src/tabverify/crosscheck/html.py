@@ -12,8 +12,9 @@ The page has no scripts and loads nothing; every text from the documents is esca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from html import escape
+from html import escape as escape_html
 
 from tabverify.crosscheck.report import Report, own_rows
 from tabverify.table.grid import Grid
@@ -61,6 +62,15 @@ _LEGEND = (
 )
 
 _MARK = {Agreement.ROUNDED: "rounded", Agreement.SCALED: "scaled"}
+
+_REORDERING = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def escape(text: str) -> str:
+    """Document text for the page: HTML-escaped, and the bidirectional embeddings, overrides and
+    isolates (U+202A-U+202E, U+2066-U+2069), which would reorder what a reader sees of a cell or a
+    caption, written as visible ``\\u202e`` escapes, as the terminal output shows them."""
+    return _REORDERING.sub(lambda m: f"\\u{ord(m.group()):04x}", escape_html(text))
 
 
 def _colour(index: int) -> str:

@@ -41,14 +41,17 @@ _WRAPPERS = re.compile(
     r"textnormal|mathnormal|bold|best|second|first|third|tabularnewline|hphantom|phantom|cellcolor|"
     r"rowcolor|color|textcolor|colorbox|definecolor|pgfsys@color@\w+@\w+)\b\*?"
 )
-_COLOR_ARGS = re.compile(r"(?:\[[a-zA-Z]+\])?\{[a-zA-Z]+[!0-9a-zA-Z.,]*\}|\[rgb\]\{[\d.,\s]+\}|\{named\}")
+# the repetitions are bounded, so that a hostile cell ("1.5{aaaa...") cannot make the scan quadratic
+_COLOR_ARGS = re.compile(
+    r"(?:\[[a-zA-Z]{1,20}\])?\{[a-zA-Z]{1,40}[!0-9a-zA-Z.,]{0,40}\}|\[rgb\]\{[\d.,\s]{1,40}\}|\{named\}"
+)
 _MARKS = re.compile(
     r"\\(?:dagger|ddagger|star|ast|S|P|checkmark|ssymbol\{\d+\})|\\d?dag(?![a-zA-Z])|[*†‡§¶✓✗]"
 )
 # footnotes in a cell: \footnote[2]{text, maybe {nested}} and \footnotemark[2] are marks, their text
 # is no part of the value; \textsuperscript{a} is a superscript like ^{a}
 _FOOTNOTES = re.compile(
-    r"\\footnote(?:\s*\[[^\]]*\])?\s*\{(?:[^{}]|\{[^{}]*\})*\}|\\footnotemark(?![a-zA-Z])(?:\s*\[[^\]]*\])?"
+    r"\\footnote(?:\s*\[[^\]]{0,100}\])?\s*\{(?:[^{}]|\{[^{}]*\})*\}|\\footnotemark(?![a-zA-Z])(?:\s*\[[^\]]{0,100}\])?"
 )
 _TEXT_SUPERSCRIPT = re.compile(r"\\textsuperscript\s*(?=\{)")
 _SUPERSCRIPT = re.compile(r"\^\s*\{[^{}]*\}|\^\s*\\[a-zA-Z]+|\^\s*[^\s{]|\{\}\s*(?=\^)")
@@ -69,6 +72,19 @@ _BRACKETED = re.compile(
 _ARROW_DELTA = re.compile(rf"^(?P<sign>\\uparrow|\\downarrow|↑|↓)\s*(?P<num>{_NUMBER})\s*(?:%|\\%)?")
 _SIGNED_DELTA = re.compile(rf"^(?P<num>[-+]{_UNSIGNED})\s*(?:%|\\%)?")
 _MULTI_SEPARATOR = re.compile(r"^(?:/|\||,|;)\s*")
+
+
+MAX_MEASUREMENT_TEXT = 1000
+"""A cell with more characters than this is text, not a measurement (the cleaned value must fit in
+80 characters anyway; the bound keeps the LaTeX clean-up of a hostile cell from taking seconds)."""
+
+# Unicode format characters (category Cf) that change no digit: direction marks and isolates, the
+# byte-order mark / zero-width no-break space, the soft hyphen, joiners and invisible operators.
+# U+200B (zero-width space) is not here: it separates like a space (see _SPACES).
+_INVISIBLE = dict.fromkeys(
+    [0x00AD, 0x061C, 0x180E, 0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F)]
+    + [*range(0x2060, 0x2065), *range(0x2066, 0x2070), 0xFEFF, 0xFFF9, 0xFFFA, 0xFFFB]
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +173,9 @@ _SYMBOLS = {
 }  # fmt: skip
 _DISPLAY_SYMBOL = re.compile(r"\\(%|&|_|#|\$|[a-zA-Z]+)(?![a-zA-Z])")
 _DISPLAY_COLOUR = re.compile(
-    r"\\(?:cellcolor|rowcolor|columncolor|color|textcolor|colorbox)\s*(?:\[[^\]]*\])?\s*\{[^{}]*\}"
+    r"\\(?:cellcolor|rowcolor|columncolor|color|textcolor|colorbox)\s*(?:\[[^\]]{0,100}\])?\s*\{[^{}]*\}"
 )
-_DISPLAY_CITE = re.compile(r"\\cite[tp]?\*?\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
+_DISPLAY_CITE = re.compile(r"\\cite[tp]?\*?\s*(?:\[[^\]]{0,100}\])?\s*\{([^{}]*)\}")
 _DISPLAY_SCRIPT = re.compile(r"[_^]\s*(?:\{([^{}]*)\}|(\S))")
 _DISPLAY_SPACES = re.compile(r"\\[,;:! ]|\\q?quad\b|~")
 
@@ -211,10 +227,13 @@ def parse_measurement(text: str) -> Measurement | None:
     Commas in groups of three digits are thousands separators (``25,600`` and LaTeX's ``25{,}600``
     are 25600); any other comma separates values (``1,2`` and ``0.5,0.7`` are two numbers).
     Full-width characters read as their ASCII forms (``８１．９`` is 81.9); ``1_234`` is not a number.
+    Invisible format characters (:data:`_INVISIBLE`: direction marks, a byte-order mark, a soft
+    hyphen) are no part of the value, so ``"\u200f66.9"`` is 66.9, not text that hides a wrong copy.
+    A cell longer than :data:`MAX_MEASUREMENT_TEXT` characters is text.
     """
-    if not text or not any(ch.isdigit() for ch in text):
+    if not text or len(text) > MAX_MEASUREMENT_TEXT or not any(ch.isdigit() for ch in text):
         return None
-    cleaned = clean_latex(ascii_forms(text))
+    cleaned = clean_latex(ascii_forms(text.translate(_INVISIBLE)))
     if len(cleaned) > 80:
         return None
     main = _MAIN.match(cleaned)

@@ -1,0 +1,95 @@
+"""Findings of a hostile-input review of crosscheck (2026-12-01), each kept as a test: an invisible
+mark must not hide a wrong copy, pathological cells and labels are read in linear time, direction
+overrides are shown in the HTML report, a source given twice is read once, and the run's number cap
+is checked while the sources are read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tabverify.bench.arxiveri import _cells
+from tabverify.crosscheck import crosscheck
+from tabverify.crosscheck.cells import label_words
+from tabverify.crosscheck.html import escape
+from tabverify.errors import DatasetError
+from tabverify.examples import example
+from tabverify.table.scientific import display_text, parse_measurement
+from tests.cli.conftest import run
+
+
+@pytest.mark.parametrize("mark", ["\u200e", "\u200f", "\ufeff", "\u2066", "\u00ad"])
+def test_an_invisible_mark_does_not_hide_a_wrong_copy(tmp_path: Path, mark: str) -> None:
+    page = example("paper.html").read_text(encoding="utf-8")
+    assert "<td>66.9</td>" in page  # the example's miscopied cell (66.6 in the source)
+    target = tmp_path / "paper.html"
+    target.write_text(page.replace("<td>66.9</td>", f"<td>{mark}66.9</td>"), encoding="utf-8")
+    report = crosscheck(target, example("cited.tex"))
+    assert [d.target_text.strip(mark) for d in report.discrepancies] == ["66.9"]
+    measured = parse_measurement(f"{mark}66.9")
+    assert measured is not None and str(measured.value) == "66.9"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["1 " + "\\footnote[" * 20_000, "1.5{" + "a" * 60_000, "\\cellcolor[" * 20_000 + "1", "\\cite[" * 20_000],
+)
+def test_pathological_cells_are_text_and_read_fast(cell: str) -> None:
+    started = time.perf_counter()
+    assert parse_measurement(cell) is None
+    display_text(cell)
+    assert time.perf_counter() - started < 2.0  # 8 to 19 s each before the review
+
+
+@pytest.mark.parametrize("label", ["[" * 200_000, "(" * 40_000 + "1999 " * 10, "a" * 60_000 + "2016b"])
+def test_pathological_labels_are_read_fast(label: str) -> None:
+    started = time.perf_counter()
+    label_words(label)
+    assert time.perf_counter() - started < 2.0  # 19 to 34 s before the review
+
+
+def test_label_citations_are_still_removed() -> None:
+    assert label_words("Swin-T [20] (Liu et al., 2021) he2016deep DBLP:conf/iccv/Liu21 (ms)") == {
+        "swin",
+        "ms",
+    }
+
+
+def test_direction_overrides_are_visible_in_the_html_report() -> None:
+    assert escape("<b>\u202eevil\u2066") == "&lt;b&gt;\\u202eevil\\u2066"
+    assert escape("\u05e9\u05dc\u05d5\u05dd\u200f") == "\u05e9\u05dc\u05d5\u05dd\u200f"  # marks stay
+
+
+def test_a_cell_index_must_be_an_integer_not_a_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "cells.json"
+    with pytest.raises(DatasetError, match="integer rowIndex"):
+        _cells([{"rowIndex": True, "colIndex": 1}, {"rowIndex": 1, "colIndex": 1}], path)
+    assert _cells([{"rowIndex": 1, "colIndex": 1}, {"rowIndex": 2, "colIndex": 0}], path) == {
+        ((1, 1), (2, 0))
+    }
+
+
+def _numbers_table(path: Path, rows: int, offset: int) -> Path:
+    body = "".join(
+        f"<tr><td>m{r}</td>" + "".join(f"<td>{offset + r}.{c:03d}</td>" for c in range(1, 40)) + "</tr>"
+        for r in range(rows)
+    )
+    path.write_text(f"<table><tr><th>name</th>{'<th>x</th>' * 39}</tr>{body}</table>", encoding="utf-8")
+    return path
+
+
+def test_a_source_given_twice_is_read_once_and_the_run_cap_is_checked_while_reading(tmp_path: Path) -> None:
+    one = _numbers_table(tmp_path / "one.html", 500, 0)  # 19,500 numbers
+    target = example("paper.html")
+    twice = run("crosscheck", str(target), "--source", str(one), "--source", str(one), "--json")
+    assert twice.returncode in (0, 1), twice.stderr
+    assert len(json.loads(twice.stdout)["results"]) == 1
+    copies = [shutil.copy(one, tmp_path / f"copy{i}.html") for i in range(25)]  # 487,500 numbers
+    args = [a for c in copies for a in ("--source", str(c))]
+    refused = run("crosscheck", str(target), *args)
+    assert refused.returncode == 2 and "400,000 numbers" in refused.stderr and "copy20.html" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
