@@ -47,7 +47,7 @@ from tabverify.crosscheck.tables import (
     shortlist,
 )
 from tabverify.errors import DatasetError, TableError, TableSizeError
-from tabverify.table.grid import Grid
+from tabverify.table.grid import CellBudget, Grid
 from tabverify.table.html import read_html_table, read_html_tables
 
 Position = tuple[int, int]
@@ -191,9 +191,10 @@ def load_pairs(data_dir: str | Path) -> list[Pair]:
         candidates, candidate_html = [], []
         # numbered as read_paper_json (and `tabverify tables`) numbers them: every <table> of every
         # entry, figures and empty entries giving none; a table's HTML is its entry's
+        budget = CellBudget(source_id)  # one budget for the paper, as for any document
         for html, caption in _entries(_load(source_path), source_path):
             try:
-                found = read_html_tables(html, source_id)
+                found = read_html_tables(html, source_id, budget)
             except TableSizeError as exc:
                 raise DatasetError(f"{source_path}: {exc}") from None
             except TableError:
