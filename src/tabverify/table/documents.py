@@ -28,7 +28,10 @@ from tabverify.table.readers import (
     table_from_json,
 )
 
-_MD_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+# a |---|:--:| line: ``\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$`` written so that no two
+# ``\s*`` meet (``\s*\|?\s*`` is ``\s*(?:\|\s*)?``): where they meet, a long blank run that fails
+# to match is tried split at every point, in time growing with the square of the line
+_MD_SEPARATOR = re.compile(r"^\s*(?:\|\s*)?:?-{2,}:?(?:\s*\|\s*:?-{2,}:?)*\s*(?:\|\s*)?$")
 DOCUMENT_FORMATS = ("html", "latex", "markdown", "csv", "tsv", "json")
 """The formats :func:`read_tables` and :func:`read_table_text` read (besides ``auto``)."""
 

@@ -27,7 +27,10 @@ _MULTI = re.compile(r"^\\multi(column|row)\s*")
 _ROW_SPACING = re.compile(r"\[[^\]\n]{0,40}\]")  # the optional [2pt] after \\
 _FLOAT_BEGIN = re.compile(r"\\begin\{(?:table|longtable)")
 _FLOAT_END = re.compile(r"\\end\{table")
-_CAPTION = re.compile(r"\\caption\*?\s*(?:\[[^\]]*\])?\s*\{")
+_CAPTION = re.compile(r"\\caption\*?\s*")  # then "{", or an optional [short caption] and "{"
+_BRACE_AFTER = re.compile(r"\s*\{")
+_BRACE = re.compile(r"[{}]")
+_MAX_MULTI = 8  # \multicolumn/\multirow nested in one cell unwrapped; deeper ones are left as written
 
 
 def _strip_comments(text: str) -> str:
@@ -38,10 +41,9 @@ def _group(text: str, start: int, stop: int | None = None) -> tuple[str, int]:
     """The brace group beginning at ``start`` (which must be '{') and closing before ``stop`` (default:
     the end of the text): its content and the index after."""
     depth = 0
-    for i in range(start, len(text) if stop is None else stop):
+    for brace in _BRACE.finditer(text, start, len(text) if stop is None else stop):
+        i = brace.start()
         ch = text[i]
-        if ch == "\\":
-            continue
         if ch == "{" and (i == 0 or text[i - 1] != "\\"):
             depth += 1
         elif ch == "}" and text[i - 1] != "\\":
@@ -94,15 +96,19 @@ def _split_top(text: str, separator: str) -> list[str]:
 def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
     """(text, rowspan, colspan) of a cell, unwrapping ``\\multicolumn``/``\\multirow``.
 
+    At most :data:`_MAX_MULTI` of them nested in one another are unwrapped; deeper ones are left in
+    the text as written (each level rereads the rest of the cell, so thousands nested would take
+    time growing with the square of the cell).
+
     Raises:
         TableError: a span larger than :data:`~tabverify.table.grid.MAX_SPAN`.
     """
     rowspan = colspan = 1
     cell = cell.strip()
-    while True:
+    for _ in range(_MAX_MULTI):
         m = _MULTI.match(cell)
         if not m:
-            return cell, rowspan, colspan
+            break
         i = _skip_space(cell, m.end())
         try:
             count, i = _group(cell, i)
@@ -118,7 +124,7 @@ def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
                 i = _skip_space(cell, i)
             content, i = _group(cell, i)
         except (TableError, ValueError, IndexError):
-            return cell, rowspan, colspan
+            break
         try:
             number = int(count.strip())
         except ValueError:
@@ -133,6 +139,7 @@ def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
         else:
             rowspan = number or 1
         cell = (content + cell[i:]).strip()
+    return cell, rowspan, colspan
 
 
 def parse_tabular(
@@ -282,6 +289,41 @@ def _matching_end(tex: str, start: int) -> int:
     return -1
 
 
+def _captions(tex: str) -> list[tuple[int, int]]:
+    """Where each ``\\caption``, ``\\caption*`` and ``\\caption[short]`` of a text starts and where its
+    ``{`` is (what ``\\\\caption\\*?\\s*(?:\\[[^\\]]*\\])?\\s*\\{`` matches), in time linear in the text.
+
+    That regex looks for the "]" afresh at each ``\\caption[``, so thousands of them with no "]"
+    after them would take time growing with the square of the text; here the "]" found (or not) for
+    one caption is reused for the ones after it that it also closes.
+    """
+    found: list[tuple[int, int]] = []
+    close_from, close = -1, -1  # the last "]" looked for: from where, and where it is (-1: none)
+    brace_for, brace = -1, -1  # the "{" after that "]" (-1: none)
+    pos = 0
+    while (m := _CAPTION.search(tex, pos)) is not None:
+        i = m.end()
+        pos = m.start() + 1
+        if tex[i : i + 1] == "{":
+            found.append((m.start(), i))
+            pos = i + 1
+            continue
+        if tex[i : i + 1] != "[":
+            continue
+        if close_from < 0 or (i > close and close >= 0):  # no "]" is known at or after i: look
+            close_from, close = i, tex.find("]", i + 1)
+        if close < 0:
+            continue  # no "]" after close_from, so none after i either
+        if brace_for != close:
+            brace_for = close
+            after = _BRACE_AFTER.match(tex, close + 1)
+            brace = after.end() - 1 if after else -1
+        if brace >= 0:
+            found.append((m.start(), brace))
+            pos = brace + 1
+    return found
+
+
 class _Floats:
     """Where the ``table`` floats and ``\\caption`` commands of a text are, found once: looking them up
     again for each of thousands of tabulars would take time growing with the square of the text."""
@@ -290,7 +332,7 @@ class _Floats:
         self.tex = tex
         self.begins = [m.start() for m in _FLOAT_BEGIN.finditer(tex)]
         self.ends = [m.start() for m in _FLOAT_END.finditer(tex)]
-        self.captions = [(m.start(), m.end() - 1) for m in _CAPTION.finditer(tex)]  # (start, its "{")
+        self.captions = _captions(tex)  # (start, its "{")
         self._read: dict[tuple[int, int], str] = {}
 
     def caption(self, start: int, end: int) -> str:
