@@ -22,29 +22,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tabverify.bench.arxiveri import _entries, _grid, _load, normalise_th
+from tabverify.bench.arxiveri import _grid, normalise_th, source_tables
 from tabverify.crosscheck import crosscheck
 from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
-from tabverify.table.html import read_html_tables
-
-
-def _sources(root: Path, source_id: str, cache: dict[str, list[Grid]]) -> list[Grid]:
-    """The source paper's tables, numbered as the benchmark numbers them."""
-    if source_id not in cache:
-        path = root / "source_papers" / f"{source_id}.json"
-        grids: list[Grid] = []
-        for html, caption in _entries(_load(path), path):
-            try:
-                found = read_html_tables(html, source_id)
-            except TabverifyError:
-                continue  # figures and empty entries
-            for grid in found:
-                grids.append(
-                    Grid(grid.cells, " ".join(caption.split()), f"{source_id}#table{len(grids) + 1}")
-                )
-        cache[source_id] = grids
-    return cache[source_id]
 
 
 def fresh_flags(root: Path, scope: str) -> tuple[dict[str, int], list[dict[str, object]]]:
@@ -53,7 +34,7 @@ def fresh_flags(root: Path, scope: str) -> tuple[dict[str, int], list[dict[str, 
     for path in (root / "ground_truth" / "table_match").glob("*/*.json"):
         truth = json.loads(path.read_text(encoding="utf-8"))
         annotated.add((path.parent.name, normalise_th(truth["target_table"]), path.stem))
-    cache: dict[str, list[Grid]] = {}
+    cache: dict[str, list[Grid]] = {}  # each source paper read once
     counts, flags = Counter[str](), []
     for paper_path in sorted((root / "target_papers").glob("*.json")):
         target_id = paper_path.stem
@@ -73,7 +54,9 @@ def fresh_flags(root: Path, scope: str) -> tuple[dict[str, int], list[dict[str, 
                     continue
                 try:
                     target = _grid(entry["table"], entry["caption"], f"{target_id} table {number}")
-                    report = crosscheck(target, _sources(root, source_id, cache))
+                    if source_id not in cache:
+                        cache[source_id] = source_tables(root, source_id)[0]
+                    report = crosscheck(target, cache[source_id])
                 except TabverifyError:
                     continue  # a figure, or a table the reader refuses
                 counts["checked"] += 1

@@ -163,6 +163,33 @@ def _grid(html: str, caption: str, name: str) -> Grid:
     return Grid(grid.cells, " ".join(caption.split()), name)
 
 
+def source_tables(root: Path, source_id: str) -> tuple[list[Grid], list[str]]:
+    """The candidate tables of a source paper of the release, and the HTML of each one's entry.
+
+    They are numbered as ``read_paper_json`` (and ``tabverify tables``) numbers them: every
+    ``<table>`` of every entry, figures and empty entries giving none. The paper is read under one
+    cell budget, as any document is.
+
+    Raises:
+        DatasetError: the file is malformed, or its tables expand past the cell budget.
+    """
+    source_path = root / "source_papers" / f"{source_id}.json"
+    candidates, candidate_html = [], []
+    budget = CellBudget(source_id)
+    for html, caption in _entries(_load(source_path), source_path):
+        try:
+            found = read_html_tables(html, source_id, budget)
+        except TableSizeError as exc:
+            raise DatasetError(f"{source_path}: {exc}") from None
+        except TableError:
+            continue  # figures and empty entries
+        for grid in found:
+            name = f"{source_id}#table{len(candidates) + 1}"
+            candidates.append(Grid(grid.cells, " ".join(caption.split()), name))
+            candidate_html.append(html)
+    return candidates, candidate_html
+
+
 def load_pairs(data_dir: str | Path) -> list[Pair]:
     """Every target-source pair of the ground truth, sorted by target and source id.
 
@@ -187,22 +214,7 @@ def load_pairs(data_dir: str | Path) -> list[Pair]:
                 if normalise_th(html) == target_html:
                     target_html = html
                     break
-        source_path = root / "source_papers" / f"{source_id}.json"
-        candidates, candidate_html = [], []
-        # numbered as read_paper_json (and `tabverify tables`) numbers them: every <table> of every
-        # entry, figures and empty entries giving none; a table's HTML is its entry's
-        budget = CellBudget(source_id)  # one budget for the paper, as for any document
-        for html, caption in _entries(_load(source_path), source_path):
-            try:
-                found = read_html_tables(html, source_id, budget)
-            except TableSizeError as exc:
-                raise DatasetError(f"{source_path}: {exc}") from None
-            except TableError:
-                continue  # figures and empty entries
-            for grid in found:
-                name = f"{source_id}#table{len(candidates) + 1}"
-                candidates.append(Grid(grid.cells, " ".join(caption.split()), name))
-                candidate_html.append(html)
+        candidates, candidate_html = source_tables(root, source_id)
         gold_html = _text(truth.get("source_table"), path, "source_table")
         gold_index = None
         if gold_html:
