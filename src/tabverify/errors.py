@@ -18,6 +18,10 @@ class TableSizeError(TableError):
     """A document or table is larger than tabverify reads (the grid and table size limits)."""
 
 
+class TimeLimitError(TabverifyError):
+    """A run took longer than its time limit (``crosscheck --timeout``) and was stopped."""
+
+
 class ProgramSyntaxError(TabverifyError):
     """A program in the TabFact brace syntax could not be parsed."""
 

@@ -27,6 +27,7 @@ from tabverify.cli.output import (
     warn,
     write_output,
 )
+from tabverify.crosscheck.cells import DEFAULT_TIMEOUT_S
 from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
 from tabverify.table.scientific import display_text
@@ -149,16 +150,22 @@ def crosscheck(
         Path | None, typer.Option(metavar="FILE", help="Write a side-by-side HTML report here")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every result")] = False,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", metavar="S", help="Seconds the comparisons may take before the run stops"),
+    ] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Check the numbers a table copied from cited sources: which source table, which cells, which
-    copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input."""
+    copies are wrong. Exit 0: nothing wrong; 1: discrepancies found; 2: bad input or over --timeout."""
     from tabverify.crosscheck.documents import check_documents
 
+    if not 0 < timeout <= 3600:
+        fail(f"--timeout {timeout:g}: give seconds more than 0 and at most 3600")
     check_output(html, "--html", [target, *sources])
     targets = read_document(target)
     documents = _read_sources(sources)
     try:
-        run = check_documents(str(target), targets, documents, table)
+        run = check_documents(str(target), targets, documents, table, timeout_s=timeout)
     except TabverifyError as exc:
         fail(str(exc))
     found = run.discrepancies
@@ -211,6 +218,7 @@ CROSSCHECK_EXAMPLES = """Examples:
   tabverify crosscheck paper.tex --source cited.html
   tabverify crosscheck paper.html --table 2 --source a.html --source b.tex --html report.html
   tabverify crosscheck target.csv --source source.md --json
+  tabverify crosscheck volume.html --source a.html --timeout 300
 """
 
 TABLES_EXAMPLES = """Examples:

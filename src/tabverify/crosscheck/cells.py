@@ -22,14 +22,17 @@ data table is one clear :class:`~tabverify.errors.TableSizeError`, not minutes a
 from __future__ import annotations
 
 import re
+import time
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
-from tabverify.errors import TableSizeError
+from tabverify.errors import TableSizeError, TimeLimitError
 from tabverify.table.grid import Grid
 from tabverify.table.numbers import WRITTEN_ROUNDINGS, Agreement
 from tabverify.table.scientific import Measurement, compare, parse_measurement
@@ -153,9 +156,42 @@ MAX_RUN_NUMBERS = 400_000
 table): each table stays under :data:`MAX_CROSSCHECK_NUMBERS`, but many of them multiply time and
 memory (three sources of 20 tables of 19,000 numbers took 2 minutes and 2.3 GB)."""
 
-MAX_TABLE_PAIRS = 250_000
+MAX_TABLE_PAIRS = 50_000
 """The most (target table, source table) pairs one run may weigh: every target table is ranked
-against every source table (5,000 small tables checked against themselves took over a minute)."""
+against every source table (20,000 one-row tables against one source take about 4 s, and the
+report prints one line per pair); a paper's tables against its sources' are a few thousand pairs."""
+
+
+DEFAULT_TIMEOUT_S = 30.0
+"""The seconds a ``tabverify crosscheck`` run may spend comparing tables (``--timeout``): the size
+limits above bound the work, but tables built to collide (thousands of equal values) can still take
+minutes; a paper against its sources takes well under a second."""
+
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("crosscheck_deadline", default=None)
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Within the block, the crosscheck's comparisons raise :class:`~tabverify.errors.TimeLimitError`
+    once ``seconds`` have passed (None: no limit). Checked between and inside table comparisons, so
+    the run stops within a fraction of a second of the limit."""
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"time limit {seconds!r}: give seconds above 0, or None for no limit")
+    token = _DEADLINE.set(None if seconds is None else (time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_time() -> None:
+    """Raise :class:`~tabverify.errors.TimeLimitError` when the :func:`time_limit` in force has passed."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline[0]:
+        raise TimeLimitError(
+            f"the crosscheck ran past its time limit of {deadline[1]:g} s; check some target tables "
+            "with --table N, fewer sources per run, or give --timeout more seconds"
+        )
 
 
 def check_workload(targets: Sequence[Grid], sources: Sequence[Grid]) -> None:
@@ -263,7 +299,11 @@ def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Pos
     source_numbers = NumberIndex.of(source).numbers
     target_index = NumberIndex.of(target)
     found: dict[Position, list[tuple[Position, Agreement]]] = {}
-    for position, m in target.data_measurements.items():
+    # tables repeat values, so each pair of written numbers is compared once per call
+    agreements: dict[tuple[object, object], Agreement] = {}
+    for count, (position, m) in enumerate(target.data_measurements.items()):
+        if count % 256 == 0:
+            check_time()
         if m.multi:
             continue
         near: set[Position] = set()
@@ -276,9 +316,15 @@ def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Pos
             near = near if len(near) <= MAX_OPTIONS * 4 else set()
         if not near:
             continue
+        mine = (str(m.value), m.percent, m.suffix)
         options = []
         for s in sorted(near):
-            agreement = compare(m, source_numbers[s])
+            other = source_numbers[s]
+            # written forms, not Decimal equality: 45.30 and 45.3 round differently
+            pair = (mine, (str(other.value), other.percent, other.suffix))
+            agreement = agreements.get(pair)
+            if agreement is None:
+                agreement = agreements[pair] = compare(m, other)
             if agreement is not Agreement.DIFFERENT:
                 options.append((s, agreement))
         if options and len(options) <= MAX_OPTIONS:
@@ -427,6 +473,8 @@ def _align(
     candidates: dict[Position, list[tuple[Position, Agreement]]],
     transposed: bool,
 ) -> Alignment:
+    check_time()
+
     def source_axes(s: Position) -> Position:
         return (s[1], s[0]) if transposed else s
 
@@ -666,6 +714,7 @@ def _further_blocks(
     mapped_rows = set(main.rows)
     used = {p.source for p in main.pairs}
     while True:
+        check_time()
         residual = {}
         for t, options in candidates.items():
             kept = [(s, a) for s, a in options if s not in used]

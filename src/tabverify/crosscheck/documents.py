@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from tabverify.crosscheck.cells import check_workload
+from tabverify.crosscheck.cells import check_workload, time_limit
 from tabverify.crosscheck.report import Report, crosscheck
 from tabverify.errors import TableError
 from tabverify.table.grid import Grid
@@ -65,6 +65,7 @@ def check_documents(
     target_tables: Sequence[Grid],
     sources: Sequence[tuple[str, Sequence[Grid]]],
     table: int | None = None,
+    timeout_s: float | None = None,
 ) -> DocumentCheck:
     """Crosscheck the target's tables (only the ``table``-th, from 1, when given) against every table
     of each source; ``target`` and each source's name are what the results call them.
@@ -72,6 +73,8 @@ def check_documents(
     Raises:
         TableError: ``table`` is not one of the target's table numbers.
         TableSizeError: the run would weigh more than :func:`tabverify.crosscheck.check_workload` allows.
+        TimeLimitError: the comparisons took more than ``timeout_s`` seconds (None: no limit; see
+            :func:`tabverify.crosscheck.cells.time_limit`).
     """
     if table is not None:
         if not 1 <= table <= len(target_tables):
@@ -83,11 +86,15 @@ def check_documents(
         chosen = list(enumerate(target_tables, start=1))
     check_workload([grid for _, grid in chosen], [grid for _, tables in sources for grid in tables])
     target_name = PurePath(target).name
-    results = [
-        TableResult(
-            number, name, f"{target_name} table {number} <- {PurePath(name).name}", crosscheck(grid, tables)
-        )
-        for number, grid in chosen
-        for name, tables in sources
-    ]
+    with time_limit(timeout_s):
+        results = [
+            TableResult(
+                number,
+                name,
+                f"{target_name} table {number} <- {PurePath(name).name}",
+                crosscheck(grid, tables),
+            )
+            for number, grid in chosen
+            for name, tables in sources
+        ]
     return DocumentCheck(target, tuple(results))
