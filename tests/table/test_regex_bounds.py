@@ -167,3 +167,25 @@ def test_separator_lines_read_as_before(separator: str, is_table: bool) -> None:
     else:
         with pytest.raises(TableError):
             read_markdown_tables(text)
+
+
+def _cells(grid: Grid) -> list[list[str]]:
+    return [[cell.text for cell in row] for row in grid.cells]
+
+
+def test_a_tag_with_a_million_attributes_keeps_only_its_spans() -> None:
+    from tabverify.table.html import MAX_TAG_ATTRIBUTES, _defuse, read_html_tables
+
+    junk = " ".join(f"a{i % 10}=1" for i in range(1_000_000))
+    page = f"<table><tr><td {junk} colspan=\"2\" rowspan='1'>x</td></tr><tr><td>1.5</td><td>2.5</td></tr></table>"
+    assert len(_defuse(page)) < 200  # the attributes html.parser would hold as a million tuples are gone
+    grid = timed(lambda: read_html_tables(page)[0])
+    assert _cells(grid) == [["x", "x"], ["1.5", "2.5"]]  # the colspan still applies
+    # a tag under the bound is read as written, spans and the last of repeated attributes included
+    class_attribute = "c" * (MAX_TAG_ATTRIBUTES - 100)
+    normal = f'<table><tr><td class="{class_attribute}" colspan=3 colspan="2">x</td></tr><tr><td>1</td><td>2</td></tr></table>'
+    assert _defuse(normal) == normal
+    long = normal.replace(class_attribute, class_attribute * 3)
+    assert (
+        _cells(read_html_tables(long)[0]) == _cells(read_html_tables(normal)[0]) == [["x", "x"], ["1", "2"]]
+    )

@@ -245,6 +245,27 @@ def read_html_table(html: str, source: str = "html", budget: CellBudget | None =
     return read_html_tables(html, source, budget)[0]
 
 
+MAX_TAG_ATTRIBUTES = 4096
+"""Characters of attributes a start tag keeps as written; a longer one keeps only what the reader
+uses (``rowspan`` and ``colspan``). ``html.parser`` holds every attribute of a tag as a list of
+tuples: one 7.5 MB tag of 1.5 million attributes took 1.2 GB."""
+
+_LONG_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9:_-]{0,63})(\s[^<>]{" + str(MAX_TAG_ATTRIBUTES) + r",})>")
+_SPAN_ATTRIBUTE = re.compile(
+    r"""(?<=[\s"'])(rowspan|colspan)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.IGNORECASE
+)
+
+
+def _shorten(match: re.Match[str]) -> str:
+    """A start tag with only its spans, each as its last occurrence (as ``html.parser`` keeps)."""
+    spans: dict[str, str] = {}
+    for attribute in _SPAN_ATTRIBUTE.finditer(match.group(2)):
+        value = next(v for v in attribute.groups()[1:] if v is not None)
+        spans[attribute.group(1).lower()] = value.replace('"', "")
+    closing = "/" if match.group(2).rstrip().endswith("/") else ""
+    return "<" + match.group(1) + "".join(f' {k}="{v}"' for k, v in spans.items()) + closing + ">"
+
+
 _COMMENT_CLOSE = re.compile(r"--\s*>")
 _SECTION_CLOSE = re.compile(r"]\s*]\s*>")
 
@@ -260,7 +281,8 @@ def _defuse(html: str) -> str:
     """The page with the ``<`` of constructs that can never be closed written as ``&lt;`` (text, as
     ``html.parser`` reads them in the end), so that it does not rescan the rest of the page for
     each of them: tags after the last ``>``, comments after the last ``-->``, ``<![`` sections
-    after the last ``]]>``."""
+    after the last ``]]>``. Start tags with more than :data:`MAX_TAG_ATTRIBUTES` characters of
+    attributes keep only their spans."""
     last = html.rfind(">")
     head, tail = html[: last + 1], html[last + 1 :].replace("<", "&lt;")
     if "<!--" in head:
@@ -269,4 +291,6 @@ def _defuse(html: str) -> str:
     if "<![" in head:
         cut = _after_last(_SECTION_CLOSE, head)
         head = head[:cut] + head[cut:].replace("<![", "&lt;![")
+    if len(head) > MAX_TAG_ATTRIBUTES:
+        head = _LONG_TAG.sub(_shorten, head)
     return head + tail
