@@ -39,29 +39,38 @@ def read_bytes(path: str | Path, what: str = "file", error: type[TabverifyError]
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     if stat.S_ISDIR(info.st_mode):
-        raise error(f"{path}: is a folder, expected a {what}")
+        raise error(f"{path}: is a folder, expected {_a(what)}")
     if not stat.S_ISREG(info.st_mode):
-        raise error(f"{path}: not a regular file (a device, FIFO or socket); expected a {what}")
+        raise error(f"{path}: not a regular file (a device, FIFO or socket); expected {_a(what)}")
     if info.st_size > max_bytes:
-        raise error(f"{path}: {info.st_size} bytes is too large for a {what} (limit {max_bytes})")
+        raise error(f"{path}: {info.st_size} bytes is too large for {_a(what)} (limit {max_bytes})")
     try:
         # O_NONBLOCK: if the path was swapped for a FIFO after the check, open must not block
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(descriptor, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise error(f"{path}: not a regular file; expected a {what}")
+                raise error(f"{path}: not a regular file; expected {_a(what)}")
             data = handle.read(max_bytes + 1)
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     if len(data) > max_bytes:
-        raise error(f"{path}: more than {max_bytes} bytes is too large for a {what}")
+        raise error(f"{path}: more than {max_bytes} bytes is too large for {_a(what)}")
     return data
+
+
+def _a(what: str) -> str:
+    """``what`` with its indefinite article: "a table file", "an arXiVeri JSON file"."""
+    return ("an " if what[:1].lower() in ("a", "e", "i", "o") else "a ") + what
 
 
 def read_text(path: str | Path, what: str = "file", error: type[TabverifyError] = TabverifyError,
               max_bytes: int = MAX_FILE_BYTES) -> str:  # fmt: skip
     """The UTF-8 text of a regular file (a BOM is dropped), with :func:`read_bytes`'s checks."""
     data = read_bytes(path, what, error, max_bytes)
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        raise error(
+            f"{path}: looks like UTF-32 (it starts with a UTF-32 byte order mark); re-save it as UTF-8"
+        )
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise error(
             f"{path}: looks like UTF-16 (it starts with a UTF-16 byte order mark); re-save it as UTF-8"

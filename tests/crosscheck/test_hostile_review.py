@@ -107,3 +107,40 @@ def test_bench_arxiveri_reads_a_source_paper_under_one_cell_budget(tmp_path: Pat
     (data / "source_papers" / "2009.13158.json").write_text(json.dumps({"list_table_and_caption": entries}))
     result = run("bench", "arxiveri", "--data", str(data))
     assert result.returncode == 2 and "1,000,000 cells" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_brace_error_names_the_file_and_table(tmp_path: Path) -> None:
+    page = tmp_path / "paper.tex"
+    page.write_text("\\begin{tabular}{l{c}\nA & 1.5 \\\\\n\\end{tabular}\n", encoding="utf-8")
+    refused = run("tables", str(page))
+    assert refused.returncode == 2 and "paper.tex: table 1: unbalanced braces" in refused.stderr
+
+
+def test_multirow_with_a_vertical_position_spans_its_rows() -> None:
+    from tabverify.table import read_latex_tables
+
+    tex = "\\begin{tabular}{lcc}\n\\multirow[t]{2}{*}{A} & 1 & 2 \\\\\n & 3 & 4 \\\\\n\\end{tabular}\n"
+    grid = read_latex_tables(tex)[0]
+    assert [[c.text for c in row] for row in grid.cells] == [["A", "1", "2"], ["A", "3", "4"]]
+    assert grid.cells[1][0].origin == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "span"), [("3", 3), (" +3 ", 3), ("3px", 3), ("\u0663", 1), ("3_0", 3), ("-2", 1), ("0", 1)]
+)
+def test_html_spans_read_ascii_digits_as_browsers_do(value: str, span: int) -> None:
+    from tabverify.table.html import read_html_tables
+
+    grid = read_html_tables(
+        f'<table><tr><td colspan="{value}">x</td></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>'
+    )[0]
+    assert [c.text for c in grid.cells[0]] == ["x"] * span + [""] * (3 - span)
+
+
+def test_a_size_message_reads_an_arxiveri_file(tmp_path: Path) -> None:
+    from tabverify import files
+
+    big = tmp_path / "paper.json"
+    big.write_text("[]" * 10, encoding="utf-8")
+    with pytest.raises(DatasetError, match="too large for an arXiVeri JSON file"):
+        files.read_json(big, "arXiVeri JSON file", DatasetError, max_bytes=5)

@@ -96,6 +96,11 @@ def test_messages_and_line_endings_of_table_files(tmp_path: Path) -> None:
         wide.write_bytes(("\ufeffa,b\n1,2\n").encode(bom))
         with pytest.raises(TableError, match="looks like UTF-16.*re-save it as UTF-8"):
             load_table(wide)
+    for bom in ("utf-32-le", "utf-32-be"):  # FF FE 00 00 also begins like UTF-16
+        wider = tmp_path / "u32.csv"
+        wider.write_bytes(("\ufeffa,b\n1,2\n").encode(bom))
+        with pytest.raises(TableError, match="looks like UTF-32.*re-save it as UTF-8"):
+            load_table(wider)
     rows = tmp_path / "r.json"
     rows.write_text('{"header": ["a", "b"], "rows": [[1, 2], [3]]}')
     with pytest.raises(TableError, match='row 2 of "rows" has 1 cells but "header" has 2'):

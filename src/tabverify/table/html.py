@@ -171,12 +171,18 @@ class _TableParser(HTMLParser):
         self._cell = None
 
 
+_SPAN_VALUE = re.compile(r"[\t\n\f\r ]*\+?([0-9]{1,12})")
+
+
 def _span(value: str | None) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
+    """A ``rowspan``/``colspan`` value read as browsers do: ASCII digits after optional spaces and
+    ``+``, anything after them ignored ("3px" is 3); none, zero or a sign ``-`` is 1, and a span is
+    capped at :data:`~tabverify.table.grid.MAX_SPAN`. Other scripts' digits ("٣") are not digits here,
+    as in a browser; Python's ``int`` would read them."""
+    match = _SPAN_VALUE.match(value or "")
+    if match is None:
         return 1
-    # rowspan="0" / negative / absurd values: one row or column, as browsers do for invalid ones
+    number = int(match.group(1))
     return min(number, MAX_SPAN) if number >= 1 else 1
 
 

@@ -37,9 +37,10 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"(?<!\\)%[^\n]*", "", text)
 
 
-def _group(text: str, start: int, stop: int | None = None) -> tuple[str, int]:
+def _group(text: str, start: int, stop: int | None = None, name: str = "latex") -> tuple[str, int]:
     """The brace group beginning at ``start`` (which must be '{') and closing before ``stop`` (default:
-    the end of the text): its content and the index after."""
+    the end of the text): its content and the index after. ``name`` (the file and table) begins the
+    error message."""
     depth = 0
     for brace in _BRACE.finditer(text, start, len(text) if stop is None else stop):
         i = brace.start()
@@ -50,7 +51,7 @@ def _group(text: str, start: int, stop: int | None = None) -> tuple[str, int]:
             depth -= 1
             if depth == 0:
                 return text[start + 1 : i], i + 1
-    raise TableError("unbalanced braces in the LaTeX table; check the { and } of its cells")
+    raise TableError(f"{name}: unbalanced braces in the LaTeX table; check the {{ and }} of its cells")
 
 
 def _skip_space(text: str, i: int) -> int:
@@ -111,18 +112,23 @@ def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
             break
         i = _skip_space(cell, m.end())
         try:
-            count, i = _group(cell, i)
+            # \multirow[vpos]{rows}[bigstruts]{width}[vmove]{text}; \multicolumn{columns}{spec}{text}
+            if cell[i : i + 1] == "[":
+                i = _skip_space(cell, cell.index("]", i) + 1)
+            if cell[i : i + 1] != "{":
+                break
+            count, i = _group(cell, i, name=name)
             i = _skip_space(cell, i)
-            if cell[i : i + 1] == "[":  # \multirow[t]{2}{*}{...}
+            if cell[i : i + 1] == "[":
                 i = cell.index("]", i) + 1
-                i = _skip_space(cell, i)
-                count, i = (count, i) if cell[i : i + 1] != "{" else (count, i)
-            spec, i = _group(cell, _skip_space(cell, i))
+            spec, i = _group(cell, _skip_space(cell, i), name=name)
             i = _skip_space(cell, i)
             if cell[i : i + 1] == "[":
                 i = cell.index("]", i) + 1
                 i = _skip_space(cell, i)
-            content, i = _group(cell, i)
+            if cell[i : i + 1] != "{":
+                break
+            content, i = _group(cell, i, name=name)
         except (TableError, ValueError, IndexError):
             break
         try:
@@ -225,7 +231,7 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
         i = m.end()
         try:
             if env in ("tabular*", "tabularx", "tabulary"):
-                _, i = _group(tex, _skip_space(tex, i))  # width
+                _, i = _group(tex, _skip_space(tex, i), name=f"{source}: table {number}")  # width
             i = _skip_space(tex, i)
             if tex[i : i + 1] == "[":
                 i = tex.index("]", i) + 1
@@ -235,7 +241,7 @@ def read_latex_tables(tex: str, source: str = "latex", budget: CellBudget | None
                     f"{source}: table {number}: \\begin{{{env}}} has no column spec; write one such as "
                     f"\\begin{{{env}}}{{lcc}}"
                 )
-            _, i = _group(tex, i)  # column spec
+            _, i = _group(tex, i, name=f"{source}: table {number}")  # column spec
         except (ValueError, IndexError) as exc:
             raise TableError(f"{source}: table {number}: malformed \\begin{{{env}}}") from exc
         end = _matching_end(tex, i)
