@@ -82,3 +82,24 @@ def test_a_bad_timeout_is_refused(tmp_path: Path, value: str) -> None:
     page.write_text("| m | v |\n|---|---|\n| a | 1.5 |\n", encoding="utf-8")
     refused = run("crosscheck", str(page), "--source", str(page), "--timeout", value)
     assert refused.returncode == 2 and "--timeout" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_no_limit_of_its_own_keeps_the_outer_one() -> None:
+    with time_limit(0.01):
+        with time_limit(None):
+            time.sleep(0.02)
+            with pytest.raises(TimeLimitError):
+                check_time()
+
+
+def test_the_html_report_is_refused_past_its_length_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabverify.crosscheck import crosscheck
+    from tabverify.crosscheck import html as report_html
+    from tabverify.examples import example
+
+    report = crosscheck(example("paper.html"), example("cited.tex"))
+    one = len(report_html.render_sections([("t", report)]))
+    monkeypatch.setattr(report_html, "MAX_REPORT_CHARS", one * 2 + 10)
+    assert report_html.render_sections([("t", report)] * 2)
+    with pytest.raises(TableSizeError, match="HTML report would be longer than .*--table N.*--json"):
+        report_html.render_sections([("t", report)] * 3)

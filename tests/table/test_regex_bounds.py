@@ -189,3 +189,38 @@ def test_a_tag_with_a_million_attributes_keeps_only_its_spans() -> None:
     assert (
         _cells(read_html_tables(long)[0]) == _cells(read_html_tables(normal)[0]) == [["x", "x"], ["1", "2"]]
     )
+
+
+def test_the_tag_end_is_found_where_html_parser_finds_it() -> None:
+    import html.parser
+    import random
+
+    from tabverify.table.html import _LOCATE_TAG_END
+
+    pieces = ["a", "b", "=", "==", " ", "\t", "/", '"', "'", "<", ">", "x1", "colspan", "\n", "-", "/>", "`"]
+    rng = random.Random(0)
+    for _ in range(20_000):
+        tag = "<" + rng.choice("abtdX") + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        expected = html.parser.locatestarttagend_tolerant.match(tag, 0).end()  # type: ignore[attr-defined]
+        assert _LOCATE_TAG_END.match(tag, 0).end() == expected, tag
+
+
+@pytest.mark.parametrize("opening", ["<td/", '<td t="<" ', "<x.y ", '<td t=">" '])
+def test_long_tags_the_simple_forms_miss_are_shortened_too(opening: str) -> None:
+    from tabverify.table.html import _defuse
+
+    junk = " ".join(f"a{i % 10}=1" for i in range(200_000))
+    page = f"<table><tr><td>{opening}{junk}>x</td></tr><tr><td>1.5</td></tr></table>"
+    assert len(_defuse(page)) < 200
+
+
+def test_a_long_tag_keeps_quoted_brackets_and_ignores_spans_inside_values() -> None:
+    from tabverify.table.html import read_html_tables
+
+    filler = "x" * 4200
+    quoted = (
+        f'<table><tr><td data-x="{filler}>" colspan=2>A</td></tr><tr><td>1.5</td><td>2.5</td></tr></table>'
+    )
+    assert _cells(read_html_tables(quoted)[0]) == [["A", "A"], ["1.5", "2.5"]]
+    inside = f'<table><tr><td title="see colspan=3" data-x="{filler}">A</td></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>'
+    assert _cells(read_html_tables(inside)[0]) == [["A", "", ""], ["1", "2", "3"]]

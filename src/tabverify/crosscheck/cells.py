@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from tabverify.errors import TableSizeError, TimeLimitError
 from tabverify.table.grid import Grid
 from tabverify.table.numbers import WRITTEN_ROUNDINGS, Agreement
-from tabverify.table.scientific import Measurement, compare, parse_measurement
+from tabverify.table.scientific import MAX_MEASUREMENT_TEXT, Measurement, compare, parse_measurement
 
 Position = tuple[int, int]
 _HUNDRED = Decimal(100)
@@ -121,9 +121,10 @@ def _key(value: Decimal) -> Decimal:
     return value.normalize()
 
 
-MAX_COARSE_DIGITS = 16
+MAX_COARSE_DIGITS = 8
 """Coarser writings of a number keep at most this many significant digits (the writings of a
-80-digit cell would otherwise cost hundreds of roundings each)."""
+80-digit cell would otherwise cost hundreds of roundings each; at 16, 100,000 numbers of 16
+decimals took 2.7 GB). Scientific tables write up to about six."""
 
 
 def _variants(m: Measurement) -> set[Decimal]:
@@ -172,12 +173,15 @@ _DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("crosscheck_deadl
 
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Within the block, the crosscheck's comparisons raise :class:`~tabverify.errors.TimeLimitError`
-    once ``seconds`` have passed (None: no limit). Checked between and inside table comparisons, so
-    the run stops within a fraction of a second of the limit."""
-    if seconds is not None and not seconds > 0:
+    """Within the block, the crosscheck's work raises :class:`~tabverify.errors.TimeLimitError` once
+    ``seconds`` have passed (None: no limit of its own). Checked while tables are counted, indexed,
+    compared and rendered, so the run stops within a fraction of a second of the limit."""
+    if seconds is None:  # no limit of its own: one in force outside the block still holds
+        yield
+        return
+    if not seconds > 0:
         raise ValueError(f"time limit {seconds!r}: give seconds above 0, or None for no limit")
-    token = _DEADLINE.set(None if seconds is None else (time.monotonic() + seconds, seconds))
+    token = _DEADLINE.set((time.monotonic() + seconds, seconds))
     try:
         yield
     finally:
@@ -223,16 +227,23 @@ def check_numbers(grid: Grid, label: str, limit: int = MAX_CROSSCHECK_NUMBERS) -
     digit at all, so refusing a table of a million cells costs about as much as reading ``limit``.
     ``label`` names the table in the message ("target table 1", "source table 3").
     """
+    check_time()
+    # a cell longer than MAX_MEASUREMENT_TEXT is text whatever it holds: not scanned for digits
     cells = [
         cell.text
         for i, row in enumerate(grid.cells)
         for j, cell in enumerate(row)
-        if cell.origin == (i, j) and not cell.filler and any(ch.isdigit() for ch in cell.text)
+        if cell.origin == (i, j)
+        and not cell.filler
+        and len(cell.text) <= MAX_MEASUREMENT_TEXT
+        and any(ch.isdigit() for ch in cell.text)
     ]
     if len(cells) <= limit:
         return
     found = 0
-    for text in cells:
+    for count, text in enumerate(cells):
+        if count % 1024 == 0:
+            check_time()
         if parse_measurement(text) is not None:
             found += 1
             if found > limit:
@@ -281,7 +292,11 @@ class NumberIndex:
     def _build(cls, grid: Grid) -> NumberIndex:
         check_numbers(grid, grid.name or "a table")
         numbers = {p: m for p, m in grid.data_measurements.items() if not m.multi}
-        variants = {p: _variants(m) for p, m in numbers.items()}
+        variants = {}
+        for count, (p, m) in enumerate(numbers.items()):
+            if count % 256 == 0:
+                check_time()
+            variants[p] = _variants(m)
         positions: dict[Decimal, list[Position]] = defaultdict(list)
         for position, keys in variants.items():
             for key in keys:

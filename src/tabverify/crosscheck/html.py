@@ -16,7 +16,9 @@ import re
 from collections.abc import Sequence
 from html import escape as escape_html
 
+from tabverify.crosscheck.cells import check_time
 from tabverify.crosscheck.report import Report, own_rows
+from tabverify.errors import TableSizeError
 from tabverify.table.grid import Grid
 from tabverify.table.numbers import Agreement
 from tabverify.table.scientific import display_text
@@ -89,6 +91,8 @@ def _grid_html(
     rows = []
     header_rows = grid.header_row_count
     for i, row in enumerate(grid.cells):
+        if i % 64 == 0:
+            check_time()
         cells = []
         j = 0
         while j < len(row):
@@ -199,10 +203,26 @@ def _section(title: str, report: Report) -> str:
     return "\n".join(parts)
 
 
+MAX_REPORT_CHARS = 50_000_000
+"""The longest HTML report rendered: every result shows its target and its matched source table in
+full, so a large source matched by many target tables repeats (120 results of a 10 MB source wrote
+1.2 GB); a paper's report is well under a megabyte."""
+
+
 def render_sections(sections: Sequence[tuple[str, Report]]) -> str:
     """The report's body as an HTML fragment, one section per (title, report), styled by
     :data:`REPORT_STYLE` (the web app shows it inside its own page)."""
-    return "\n".join(_section(name, report) for name, report in sections)
+    parts, size = [], 0
+    for name, report in sections:
+        parts.append(_section(name, report))
+        size += len(parts[-1])
+        if size > MAX_REPORT_CHARS:
+            raise TableSizeError(
+                f"the HTML report would be longer than {MAX_REPORT_CHARS:,} characters (each result "
+                "shows its target and source tables in full); check some target tables with --table N, "
+                "or leave out --html and use --json"
+            )
+    return "\n".join(parts)
 
 
 def render_html(sections: Sequence[tuple[str, Report]], title: str = "tabverify crosscheck") -> str:

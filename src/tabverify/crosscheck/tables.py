@@ -35,10 +35,12 @@ import numpy as np
 
 from tabverify.crosscheck.cells import (
     AGREEMENT_WEIGHT,
+    MAX_LABEL_TEXT,
     UNLABELLED_FACTOR,
     Alignment,
     NumberIndex,
     align,
+    check_time,
     per_grid,
 )
 from tabverify.table.grid import Grid
@@ -220,10 +222,13 @@ def words(grid: Grid) -> set[str]:
 
 
 def _words(grid: Grid) -> set[str]:
+    # each cell read to MAX_LABEL_TEXT characters, as labels are (a 45 MB first column of words
+    # would otherwise be held as a set for the whole run)
+    check_time()
     text = [grid.caption]
     for i in range(min(grid.header_row_count, grid.n_rows)):
-        text.extend(c.text for c in grid.cells[i])
-    text.extend(grid.text(i, 0) for i in range(grid.n_rows) if grid.n_columns)
+        text.extend(c.text[:MAX_LABEL_TEXT] for c in grid.cells[i])
+    text.extend(grid.text(i, 0)[:MAX_LABEL_TEXT] for i in range(grid.n_rows) if grid.n_columns)
     return {w for w in _WORD.findall(clean_latex(" ".join(text)).lower()) if not w[0].isdigit()}
 
 
@@ -239,6 +244,7 @@ class _ValueTables:
         self.sources = tuple(sources)  # held, so that the ids the cache is keyed by stay valid
         tables: dict[Decimal, list[int]] = defaultdict(list)
         for number, source in enumerate(self.sources):
+            check_time()
             for key in NumberIndex.of(source).positions:
                 tables[key].append(number)
         self.tables = dict(tables)

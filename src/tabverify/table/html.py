@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from html import escape, unescape
+from html import parser as _parser
 from html.parser import HTMLParser
 
 from tabverify.errors import TableError, TableSizeError
@@ -253,23 +255,71 @@ def read_html_table(html: str, source: str = "html", budget: CellBudget | None =
 
 MAX_TAG_ATTRIBUTES = 4096
 """Characters of attributes a start tag keeps as written; a longer one keeps only what the reader
-uses (``rowspan`` and ``colspan``). ``html.parser`` holds every attribute of a tag as a list of
-tuples: one 7.5 MB tag of 1.5 million attributes took 1.2 GB."""
+uses (``rowspan`` and ``colspan``). ``html.parser`` matches a tag with a pattern that keeps state
+per attribute and then lists every attribute: one 7.5 MB tag of 1.5 million attributes took 1.2 GB
+(74 MB shortened first)."""
 
-_LONG_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9:_-]{0,63})(\s[^<>]{" + str(MAX_TAG_ATTRIBUTES) + r",})>")
-_SPAN_ATTRIBUTE = re.compile(
-    r"""(?<=[\s"'])(rowspan|colspan)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.IGNORECASE
+# Where html.parser ends a start tag (its locatestarttagend_tolerant, quoted values may hold < and
+# >), with each attribute an atomic group repeated possessively: the parser's own pattern keeps a
+# backtracking point per attribute, so one tag of 1.5 million attributes took 1.2 GB to match.
+_LOCATE_TAG_END = re.compile(
+    r"""
+  <[a-zA-Z][^\t\n\r\f />\x00]*+
+  (?:[\s/]*+
+    (?>(?<=['"\s/])[^\s/>][^\s/=>]*
+      (?:\s*=+\s*
+        (?:'[^']*'
+          |"[^"]*"
+          |(?!['"])[^>\s]*
+         )
+        \s*
+       )?(?:\s|/(?!>))*
+     )*+
+   )?+
+  \s*+
+""",
+    re.VERBOSE,
 )
+_FIND_ATTRIBUTE = getattr(_parser, "attrfind_tolerant", None)  # one attribute, as html.parser reads it
+_TAG_NAME = re.compile(r"([a-zA-Z][^\t\n\r\f />\x00]*)(?:\s|/(?!>))*")  # html.parser's tagfind_tolerant
+_TAG_OPEN = re.compile(r"<[a-zA-Z]")
 
 
-def _shorten(match: re.Match[str]) -> str:
-    """A start tag with only its spans, each as its last occurrence (as ``html.parser`` keeps)."""
-    spans: dict[str, str] = {}
-    for attribute in _SPAN_ATTRIBUTE.finditer(match.group(2)):
-        value = next(v for v in attribute.groups()[1:] if v is not None)
-        spans[attribute.group(1).lower()] = value.replace('"', "")
-    closing = "/" if match.group(2).rstrip().endswith("/") else ""
-    return "<" + match.group(1) + "".join(f' {k}="{v}"' for k, v in spans.items()) + closing + ">"
+def _shorten_long_tags(html: str) -> str:
+    """``html`` with every start tag longer than :data:`MAX_TAG_ATTRIBUTES` written again with only
+    its ``rowspan`` and ``colspan``, each as its last occurrence (the one ``html.parser`` keeps)."""
+    if _FIND_ATTRIBUTE is None:  # a Python whose html.parser lacks it
+        return html
+    parts, done = [], 0
+    for opening in _TAG_OPEN.finditer(html):
+        start = opening.start()
+        if start < done:
+            continue
+        end = _LOCATE_TAG_END.match(html, start).end()  # type: ignore[union-attr]  # always matches "<x"
+        if end - start <= MAX_TAG_ATTRIBUTES:
+            continue
+        closing = "/>" if html.startswith("/>", end) else ">" if html.startswith(">", end) else None
+        if closing is None:  # not a tag to html.parser either: left as it is
+            continue
+        name = _TAG_NAME.match(html, start + 1)
+        assert name is not None  # _TAG_OPEN matched a letter
+        spans: dict[str, str] = {}
+        k = name.end()
+        while k < end:
+            attribute = _FIND_ATTRIBUTE.match(html, k, end)
+            if attribute is None or attribute.end() == k:
+                break
+            key = attribute.group(1).lower()
+            if key in ("rowspan", "colspan") and attribute.group(3) is not None:
+                value = attribute.group(3)
+                if value[:1] == value[-1:] and value[:1] in ("'", '"') and len(value) > 1:
+                    value = value[1:-1]
+                spans[key] = unescape(value)[:100]
+            k = attribute.end()
+        written = "".join(f' {key}="{escape(value, quote=True)}"' for key, value in spans.items())
+        parts.append(html[done:start] + "<" + name.group(1) + written + closing)
+        done = end + len(closing)
+    return "".join(parts) + html[done:] if parts else html
 
 
 _COMMENT_CLOSE = re.compile(r"--\s*>")
@@ -298,5 +348,5 @@ def _defuse(html: str) -> str:
         cut = _after_last(_SECTION_CLOSE, head)
         head = head[:cut] + head[cut:].replace("<![", "&lt;![")
     if len(head) > MAX_TAG_ATTRIBUTES:
-        head = _LONG_TAG.sub(_shorten, head)
+        head = _shorten_long_tags(head)
     return head + tail
