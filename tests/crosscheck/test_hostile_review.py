@@ -126,7 +126,17 @@ def test_multirow_with_a_vertical_position_spans_its_rows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "span"), [("3", 3), (" +3 ", 3), ("3px", 3), ("\u0663", 1), ("3_0", 3), ("-2", 1), ("0", 1)]
+    ("value", "span"),
+    [
+        ("3", 3),
+        (" +3 ", 3),
+        ("3px", 3),
+        ("\u0663", 1),
+        ("3_0", 3),
+        ("-2", 1),
+        ("0", 1),
+        ("0000000000000002", 2),
+    ],
 )
 def test_html_spans_read_ascii_digits_as_browsers_do(value: str, span: int) -> None:
     from tabverify.table.html import read_html_tables
@@ -144,3 +154,14 @@ def test_a_size_message_reads_an_arxiveri_file(tmp_path: Path) -> None:
     big.write_text("[]" * 10, encoding="utf-8")
     with pytest.raises(DatasetError, match="too large for an arXiVeri JSON file"):
         files.read_json(big, "arXiVeri JSON file", DatasetError, max_bytes=5)
+
+
+def test_multicolumn_with_an_unbraced_argument_still_spans() -> None:
+    from tabverify.table import read_latex_tables
+
+    tex = "\\begin{tabular}{lcc}\nA & \\multicolumn{2}{c}\\textbf{B} \\\\\nx & 1 & 2 \\\\\n\\end{tabular}\n"
+    grid = read_latex_tables(tex)[0]
+    assert [[c.text for c in row] for row in grid.cells] == [
+        ["A", "\\textbf{B}", "\\textbf{B}"],
+        ["x", "1", "2"],
+    ]

@@ -160,7 +160,7 @@ def crosscheck(
     from tabverify.crosscheck.documents import check_documents
 
     if not 0 < timeout <= 3600:
-        fail(f"--timeout {timeout:g}: give seconds more than 0 and at most 3600")
+        fail(f"--timeout {timeout}: give seconds more than 0 and at most 3600")
     check_output(html, "--html", [target, *sources])
     try:
         # the limit holds from counting the tables' numbers to the last line of the report

@@ -173,7 +173,7 @@ class _TableParser(HTMLParser):
         self._cell = None
 
 
-_SPAN_VALUE = re.compile(r"[\t\n\f\r ]*\+?([0-9]{1,12})")
+_SPAN_VALUE = re.compile(r"[\t\n\f\r ]*\+?0*([0-9]{1,12})")
 
 
 def _span(value: str | None) -> int:

@@ -126,9 +126,10 @@ def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
             if cell[i : i + 1] == "[":
                 i = cell.index("]", i) + 1
                 i = _skip_space(cell, i)
-            if cell[i : i + 1] != "{":
-                break
-            content, i = _group(cell, i, name=name)
+            if cell[i : i + 1] == "{":
+                content, i = _group(cell, i, name=name)
+            else:  # an unbraced argument (\multicolumn{2}{c}\textbf{B}): the rest of the cell
+                content, i = cell[i:], len(cell)
         except (TableError, ValueError, IndexError):
             break
         try:
