@@ -165,3 +165,11 @@ def test_multicolumn_with_an_unbraced_argument_still_spans() -> None:
         ["A", "\\textbf{B}", "\\textbf{B}"],
         ["x", "1", "2"],
     ]
+
+
+def test_multirow_with_an_unbraced_star_width_spans_its_rows() -> None:
+    from tabverify.table import read_latex_tables
+
+    tex = "\\begin{tabular}{lcc}\n\\multirow{2}*{C} & 1 & 2 \\\\\n & 3 & 4 \\\\\n\\end{tabular}\n"
+    grid = read_latex_tables(tex)[0]
+    assert [[c.text for c in row] for row in grid.cells] == [["C", "1", "2"], ["C", "3", "4"]]

@@ -121,7 +121,11 @@ def _multi(cell: str, name: str = "latex") -> tuple[str, int, int]:
             i = _skip_space(cell, i)
             if cell[i : i + 1] == "[":
                 i = cell.index("]", i) + 1
-            spec, i = _group(cell, _skip_space(cell, i), name=name)
+            i = _skip_space(cell, i)
+            if cell[i : i + 1] == "*":  # \multirow{2}*{text}: the width written unbraced
+                i += 1
+            else:
+                _, i = _group(cell, i, name=name)
             i = _skip_space(cell, i)
             if cell[i : i + 1] == "[":
                 i = cell.index("]", i) + 1
