@@ -152,7 +152,11 @@ def crosscheck(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object with every result")] = False,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", metavar="S", help="Seconds the comparisons may take before the run stops"),
+        typer.Option(
+            "--timeout",
+            metavar="S",
+            help="Seconds the run may take (counting, comparing, the report) before it stops with exit 2",
+        ),
     ] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Check the numbers a table copied from cited sources: which source table, which cells, which
