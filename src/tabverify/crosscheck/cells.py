@@ -164,7 +164,7 @@ report prints one line per pair); a paper's tables against its sources' are a fe
 
 
 DEFAULT_TIMEOUT_S = 30.0
-"""The seconds a ``tabverify crosscheck`` run may spend comparing tables (``--timeout``): the size
+"""The seconds a ``tabverify crosscheck`` run may take (``--timeout``; counting, comparing, the report): the size
 limits above bound the work, but tables built to collide (thousands of equal values) can still take
 minutes; a paper against its sources takes well under a second."""
 
