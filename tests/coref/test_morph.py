@@ -187,7 +187,11 @@ def test_train_writes_a_loadable_deterministic_model(tmp_path: Path) -> None:
     first = morph.train_segmenter(data, tmp_path / "a.npz", seed=0, epochs=3)
     second = morph.train_segmenter(data, tmp_path / "b.npz", seed=0, epochs=3)
     assert first["train_words"] == second["train_words"] > 0
-    assert first["dev"] == second["dev"]
+    # The dev report's "seconds" is a wall-clock reading, so only the counts must agree.
+    assert {k: v for k, v in first["dev"].items() if k != "seconds"} == {
+        k: v for k, v in second["dev"].items() if k != "seconds"
+    }
+    assert first["dev"]["seconds"] >= 0
     assert first["dev"]["documents"] == 1 and first["dev"]["words"] == 4
     a, b = morph.load_segmenter(tmp_path / "a.npz"), morph.load_segmenter(tmp_path / "b.npz")
     assert a.weights == b.weights and a.prefixes == b.prefixes
