@@ -1,0 +1,133 @@
+"""Experiments (issue 12, not shipped): what the verdict model is given, measured on train tables.
+
+Two experiments, both on the hold-out of ``scripts/bench_verdict_holdout.py --tables 5000`` (train
+tables shuffled with seed 0 as ``tabverify train tabfact`` does; the verdict model is fitted on
+tables 4,000-8,000 and scored on tables 3,000-4,000, 7,148 statements). Val is never read.
+
+``--experiment ranker-tables``: the ranker trained on 8,182 tables (the shipped ranker's first
+3,000 plus tables 8,000 to the end, all outside the hold-out's 3,000-8,000) instead of 3,000, then
+the verdict hold-out as ``bench_verdict_holdout.py`` runs it (logistic regression at L2 1e-4 and
+the boosted trees). About 22 minutes on 2 cores.
+
+``--experiment ranker-features``: nine more features read from the ranker's output (the top
+program's probability, the best True and best False programs' probabilities and their margin, the
+log number of candidates, the entropy of the ranker's distribution, the rank of the first True and
+of the first False program, the True share of the top five), the shipped ranker; boosted trees
+with and without them, on the hold-out above and on a second one (fitted on tables 3,000-7,000,
+scored on 7,000-8,000). About 24 minutes on 2 cores.
+
+    python scripts/exp_tabfact_verdict_inputs.py --data ../shared/datasets/tabfact --experiment ranker-tables
+
+Measured (2026-12-02): ranker-tables: boosted 71.89% against 71.78% with the shipped ranker,
+logistic regression 70.31% against 69.47%. ranker-features: 71.47% against 71.78% on the first
+hold-out, 73.29% against 73.23% on the second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tabverify.bench import tabfact as tf
+from tabverify.program.ranker import Ranker
+from tabverify.program.search import Candidate
+from tabverify.table import Table
+from tabverify.text.linking import Linking
+from tabverify.verify.decision import VerdictModel, statement_features
+
+# the module, not the `verify` function that `tabverify.verify` also exports
+table_verifier = importlib.import_module("tabverify.verify.table_verifier")
+
+
+def with_ranker_features(
+    table: Table, linking: Linking, candidates: Sequence[Candidate], probabilities: np.ndarray
+) -> dict[str, float]:
+    """The shipped features plus nine read from the ranker's distribution (prefixed ``x:``)."""
+    f = statement_features(table, linking, candidates, probabilities)
+    if not len(candidates):
+        return f
+    p = np.asarray(probabilities, dtype=float)
+    true = np.array([bool(c.value) for c in candidates])
+    best_true = float(p[true].max()) if true.any() else 0.0
+    best_false = float(p[~true].max()) if (~true).any() else 0.0
+    k = min(5, len(p))
+    f.update(
+        {
+            "x:top_p": float(p[0]),
+            "x:best_true_p": best_true,
+            "x:best_false_p": best_false,
+            "x:margin": best_true - best_false,
+            "x:n_cand": math.log1p(len(candidates)),
+            "x:entropy": float(-(p * np.log(p + 1e-12)).sum()),
+            "x:first_true": (int(np.argmax(true)) if true.any() else 30) / 30,
+            "x:first_false": (int(np.argmax(~true)) if (~true).any() else 30) / 30,
+            "x:top5_vote": float((p[:k] * true[:k]).sum() / p[:k].sum()),
+        }
+    )
+    return f
+
+
+def _accuracy(fit: list, test: list, keep) -> float:
+    model = VerdictModel(boosted=True, seed=0).fit(
+        [{k: v for k, v in r.items() if keep(k)} for r, _ in fit], [y for _, y in fit]
+    )
+    right = sum(
+        (model.probability({k: v for k, v in r.items() if keep(k)}) >= 0.5) == bool(y) for r, y in test
+    )
+    return round(right / len(test), 4)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", required=True, help="TabFact release folder")
+    parser.add_argument("--experiment", required=True, choices=("ranker-tables", "ranker-features"))
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    started = time.time()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if done % 1000 == 0 or done == total:
+            print(f"{stage} {done}/{total} {time.time() - started:.0f}s", file=sys.stderr, flush=True)
+
+    table_ids, by_table, captions = tf._shuffled_train_tables(args.data, 0)
+    if args.experiment == "ranker-tables":
+        work = [(args.data, t, by_table[t], captions[t]) for t in table_ids[:3000] + table_ids[8000:]]
+        groups = [
+            g for r in tf._map(tf._ranker_groups, work, args.jobs, "ranker: search", progress) for g in r
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "ranker.npz")
+            Ranker(seed=0).fit(groups).save(path)
+            del groups
+            result = tf.verdict_holdout(
+                args.data, [1e-4], tables=5000, jobs=args.jobs, ranker_path=path, progress=progress
+            )
+        print(json.dumps(result, indent=2))
+        return
+    table_verifier.statement_features = with_ranker_features
+    verdict_ids = table_ids[3000:8000]
+    tf._TRAIN["verifier"] = table_verifier.TableVerifier(model=VerdictModel())
+    work = [(args.data, t, by_table[t], captions[t]) for t in verdict_ids]
+    rows = tf._map(tf._verdict_rows, work, args.jobs, "verdict: features", progress)
+    out = {}
+    for name, held in (("3000-4000", set(verdict_ids[:1000])), ("7000-8000", set(verdict_ids[4000:]))):
+        fit = [r for t, rs in zip(verdict_ids, rows, strict=True) if t not in held for r in rs]
+        test = [r for t, rs in zip(verdict_ids, rows, strict=True) if t in held for r in rs]
+        out[f"held out {name}, shipped features"] = _accuracy(fit, test, lambda k: not k.startswith("x:"))
+        out[f"held out {name}, with ranker features"] = _accuracy(fit, test, lambda k: True)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
