@@ -59,6 +59,10 @@ def test_coref_score_weights_and_empty_files(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["options"]["kind_weights"] == {"embedded_pronoun": 3.0}
     assert data["mentions"]["embedded_pronoun"]["recall"] == 1.0 and "weighted" in data["mentions"]
+    # each counting view says how many mentions each side holds, so an empty view reads as empty
+    counts = {view: (m.get("key"), m.get("response")) for view, m in data["mentions"].items()}
+    assert counts == {"exact": (2, 2), "aligned": (2, 2), "subword": (1, 0), "embedded_pronoun": (1, 0),
+                      "clitic": (0, 0), "weighted": (None, None), "overlap_ratio": (None, None)}  # fmt: skip
     (tmp_path / "empty.conll").write_text("", encoding="utf-8")
     empty = run("coref", "score", str(tmp_path / "empty.conll"), str(tmp_path / "empty.conll"))
     assert empty.returncode == 2 and "holds no documents" in empty.stderr

@@ -102,6 +102,24 @@ def test_iahlt_layout_and_subword_kinds(tmp_path: Path) -> None:
     }
 
 
+def test_mention_views_count_each_side(tmp_path: Path) -> None:
+    key = read_documents(write(tmp_path, "val.jsonl", json.dumps(iahlt_record(), ensure_ascii=False) + "\n"))
+    text = key[0].text
+    # the response finds the clitic and the free pronoun, and nothing else
+    response = [Document("k1", text, ((Mention.of(15, 16, "subword", "clitic"), Mention.of(17, 20)),))]
+    result = score(key, response)
+    assert result.mention_counts["clitic"] == (1, 1) and result.mentions["clitic"].f1 == 1.0
+    assert result.mention_counts["subword"] == (4, 1) and result.mention_counts["exact"] == (4, 2)
+    assert result.mention_view("clitic") == {
+        "recall": 1.0,
+        "precision": 1.0,
+        "f1": 1.0,
+        "key": 1,
+        "response": 1,
+    }
+    assert "key" not in result.mention_view("overlap_ratio")
+
+
 def test_json_errors(tmp_path: Path) -> None:
     bad_span = {"doc_id": "d", "text": "abc", "clusters": [[[1, 9]]]}
     with pytest.raises(CorefFormatError, match="outside the text"):

@@ -132,9 +132,14 @@ def score(
         view.add_row(name, f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}")
     view.add_row("conll_f1", "", "", f"{result.conll_f1:.4f}", style="bold")
     out.print(view)
-    mentions = RichTable("mentions", "recall", "precision", "F1")
+    mentions = RichTable("mentions", "recall", "precision", "F1", "key", "response")
     for name, metric in result.mentions.items():
-        mentions.add_row(text(name), f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}")
+        key, response = (
+            (str(n) for n in result.mention_counts[name]) if name in result.mention_counts else ("", "")
+        )
+        mentions.add_row(
+            text(name), f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}", key, response
+        )
     out.print(mentions)
     options = ", ".join(f"{k}={v}" for k, v in result.options.items() if v is not None)
     out.print(text(f"{result.documents} document(s); {options}"))

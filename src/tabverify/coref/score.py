@@ -52,6 +52,10 @@ class CorefResult:
         documents: number of scored document pairs.
         warnings: what was dropped or assumed (duplicate mentions, missing documents).
         alignments: per document pair, the entities scored and the mention alignment.
+        mention_counts: for the views that count mentions (``exact``, ``aligned``, ``subword`` and
+            the sub-kinds), how many key and response mentions the view holds; a view with none on
+            either side (KibutzR has no bare prefix-letter mention, so ``clitic`` is empty there)
+            scores 0 because there was nothing to find, not because it was missed.
     """
 
     metrics: dict[str, Score]
@@ -61,6 +65,7 @@ class CorefResult:
     documents: int
     warnings: tuple[str, ...] = field(default=())
     alignments: tuple[DocumentAlignment, ...] = field(default=(), repr=False, compare=False)
+    mention_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @cached_property
     def hard_cases(self) -> HardCases:
@@ -68,9 +73,18 @@ class CorefResult:
         response did with them (:func:`tabverify.coref.hard_cases.hard_cases`)."""
         return hard_cases(self.alignments, self.options)
 
+    def mention_view(self, name: str) -> dict[str, float]:
+        """One mention view as ``{"recall", "precision", "f1"}``, with ``"key"`` and ``"response"``
+        (how many mentions of that kind each side holds) for the views that count mentions."""
+        view: dict[str, float] = dict(self.mentions[name].to_dict())
+        if name in self.mention_counts:
+            view["key"], view["response"] = self.mention_counts[name]
+        return view
+
     def to_dict(self) -> dict[str, object]:
         """``{"metrics": {...,"conll_f1"}, "mentions": {...}, "options": {...}, "documents", "warnings",
-        "hard_cases": {...}}`` (the hard cases' counts, :meth:`HardCases.to_dict`).
+        "hard_cases": {...}}`` (the hard cases' counts, :meth:`HardCases.to_dict`; each mention view
+        as :meth:`mention_view`).
 
         Every number in it is finite, so it is valid JSON (``json.dumps(..., allow_nan=False)``).
 
@@ -81,7 +95,7 @@ class CorefResult:
         metrics["conll_f1"] = self.conll_f1
         result: dict[str, object] = {
             "metrics": metrics,
-            "mentions": {name: score.to_dict() for name, score in self.mentions.items()},
+            "mentions": {name: self.mention_view(name) for name in self.mentions},
             "options": self.options,
             "documents": self.documents,
             "warnings": list(self.warnings),
@@ -373,7 +387,13 @@ def score(
     }
     for message in warnings:
         log.warning("%s", message)
-    return CorefResult(metrics, conll, mention_scores, options, len(pairs), tuple(warnings), tuple(scored))
+    counts = {
+        name: (int(views[name].recall_den), int(views[name].precision_den))
+        for name in ("exact", "aligned", "subword", "embedded_pronoun", "clitic")
+    }
+    return CorefResult(
+        metrics, conll, mention_scores, options, len(pairs), tuple(warnings), tuple(scored), counts
+    )
 
 
 def _mention_views(
