@@ -257,3 +257,17 @@ def test_model_files_whose_members_together_exceed_the_cap_are_refused(tmp_path:
     small = tmp_path / "small.npz"
     np.savez_compressed(small, a=np.zeros(1000, np.uint8), b=np.ones(10, np.int64))
     assert set(read_arrays("x.npz", small)) == {"a", "b"}
+
+
+def test_the_verdict_features_read_the_statements_words(election) -> None:
+    from tabverify.program.search import search
+    from tabverify.text.linking import link
+    from tabverify.verify.decision import statement_features
+
+    linking = link("john smith was not first elected in 1990, the year mary jones won", election)
+    words = {k for k in statement_features(election, linking, search(election, linking).candidates[:3], np.ones(3) / 3)
+             if k.startswith("word:")}  # fmt: skip
+    assert {"word:not", "word:john"} <= words  # a negation and a name, as the tokens stem them
+    assert words == {f"word:{t.stem}" for t in linking.tokens if t.text[0].isalpha()}  # no "1990", no ","
+    # the shipped model was trained with them, and keeps the ones seen often enough
+    assert any(k.startswith("word:") for k in VerdictModel.load().vocabulary)

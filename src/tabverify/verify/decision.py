@@ -2,7 +2,8 @@
 
 The ranker orders readings of a statement; this model reads the whole picture: whether the
 linked values sit in one row, which kinds of program came out True or False when they consumed
-every linked entity, how much of the statement was linked, and the ranker's vote. It is a
+every linked entity, how much of the statement was linked, the ranker's vote, and the statement's
+words themselves. It is a
 logistic regression on sparse features, or gradient-boosted trees over the same features (what
 ``tabverify train tabfact`` fits and ships), trained on train-split labels. Training the trees
 needs scikit-learn (the ``lake``/``dev`` extras); reading them needs only numpy.
@@ -39,6 +40,11 @@ def statement_features(
 ) -> dict[str, float]:
     """Features of one statement. ``candidates`` are ranked best first with their probabilities."""
     f: dict[str, float] = {"bias": 1.0}
+    # the statement's words on their own: how a statement is phrased says something of its label
+    # whatever the programs found (only words seen BOOSTED_MIN_COUNT times in training are kept)
+    for token in linking.tokens:
+        if token.text[:1].isalpha():
+            f[f"word:{token.stem}"] = 1.0
     families = active_families(linking.tokens)
     for family in families:
         f[f"fam:{family}"] = 1.0
