@@ -133,13 +133,10 @@ def score(
     view.add_row("conll_f1", "", "", f"{result.conll_f1:.4f}", style="bold")
     out.print(view)
     mentions = RichTable("mentions", "recall", "precision", "F1", "key", "response")
-    for name, metric in result.mentions.items():
-        key, response = (
-            (str(n) for n in result.mention_counts[name]) if name in result.mention_counts else ("", "")
-        )
-        mentions.add_row(
-            text(name), f"{metric.recall:.4f}", f"{metric.precision:.4f}", f"{metric.f1:.4f}", key, response
-        )
+    for name in result.mentions:
+        m = result.mention_view(name)  # the counts only where the view counts mentions
+        mentions.add_row(text(name), f"{m['recall']:.4f}", f"{m['precision']:.4f}", f"{m['f1']:.4f}",
+                         str(m.get("key", "")), str(m.get("response", "")))  # fmt: skip
     out.print(mentions)
     options = ", ".join(f"{k}={v}" for k, v in result.options.items() if v is not None)
     out.print(text(f"{result.documents} document(s); {options}"))
