@@ -19,12 +19,22 @@ scored on 7,000-8,000). About 24 minutes on 2 cores.
 ``--experiment statement-words``: the statement's words (``word:STEM`` features, shipped since
 2026-12-02) against the same features without them, on both hold-outs above. About 20 minutes.
 
+``--experiment statement-model``: two stacked linear models as one more feature each, on both
+hold-outs above. *statement*: a logistic regression over the statement alone (binary word 1-2
+grams of the text, 1-3 grams of the text with its linked cells, numbers and headers replaced by
+CELL / NUM / COL), trained on every train table outside the held-out tables, its score out of fold
+(5 folds by table) for the fitted statements. *interaction*: the same n-grams also copied signed by
+the top program's result and by the ranker's True vote, fitted on the verdict tables outside the
+held-out ones, out of fold likewise. About 40 minutes (scikit-learn and scipy).
+
     python scripts/exp_tabfact_verdict_inputs.py --data ../shared/datasets/tabfact --experiment ranker-tables
 
 Measured (2026-12-02): ranker-tables: boosted 71.89% against 71.78% with the shipped ranker,
 logistic regression 70.31% against 69.47%. ranker-features: 71.47% against 71.78% on the first
 hold-out, 73.29% against 73.23% on the second (both before the words were shipped).
 statement-words: 72.13% against 71.78% on the first hold-out, 74.40% against 73.23% on the second.
+statement-model (with the words shipped): first hold-out 72.26% without, 72.97% with the statement
+model, 72.34% with the interaction model; second hold-out 73.61%, 73.46%, 74.06%.
 """
 
 from __future__ import annotations
@@ -44,8 +54,8 @@ import numpy as np
 from tabverify.bench import tabfact as tf
 from tabverify.program.ranker import Ranker
 from tabverify.program.search import Candidate
-from tabverify.table import Table
-from tabverify.text.linking import Linking
+from tabverify.table import Table, read_tabfact_csv
+from tabverify.text.linking import Linking, link
 from tabverify.verify.decision import VerdictModel, statement_features
 
 # the module, not the `verify` function that `tabverify.verify` also exports
@@ -80,6 +90,108 @@ def with_ranker_features(
     return f
 
 
+def masked(linking: Linking) -> str:
+    """The statement with its linked cells, numbers and headers replaced by CELL / NUM / COL."""
+    text = linking.statement
+    spans = [(x.span, "CELL") for x in linking.cells]
+    spans += [(x.span, "NUM") for x in linking.numbers] + [(x.span, "COL") for x in linking.headers]
+    spans.sort(key=lambda s: (s[0].start, -s[0].end))
+    parts, position = [], 0
+    for span, kind in spans:
+        if span.start >= position:
+            parts += [text[position : span.start], f" {kind} "]
+            position = span.end
+    parts.append(text[position:])
+    return " ".join("".join(parts).lower().split())
+
+
+def _statement_texts(args: tuple[str, str, list[tuple[str, int]], str]) -> list[tuple[str, str]]:
+    data_dir, table_id, statements, caption = args
+    table = read_tabfact_csv(Path(data_dir) / "data" / "all_csv" / table_id, caption=caption)
+    return [(statement.lower(), masked(link(statement, table))) for statement, _ in statements]
+
+
+def statement_model_scores(
+    texts: list[tuple[str, str]],
+    labels: np.ndarray,
+    table_of: np.ndarray,
+    pool: np.ndarray,
+    held: np.ndarray,
+    signs: np.ndarray | None = None,
+) -> np.ndarray:
+    """Stacked logistic-regression scores: out of fold (5 folds by table) for ``pool``, from a model
+    fitted on all of ``pool`` for ``held``. With ``signs`` (one column per sign), the n-grams are
+    also copied multiplied by each sign."""
+    from scipy.sparse import csr_matrix, diags, hstack
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    def design(fit: np.ndarray, apply: np.ndarray):
+        blocks = []
+        for column, ngrams in ((0, (1, 2)), (1, (1, 3))):
+            vectorizer = CountVectorizer(
+                ngram_range=ngrams, binary=True, min_df=2, token_pattern=r"[a-z0-9]+"
+            )
+            vectorizer.fit([texts[i][column] for i in fit])
+            blocks.append(vectorizer.transform([texts[i][column] for i in apply]))
+        x = hstack(blocks).tocsr()
+        if signs is None:
+            return x
+        copies = [diags(signs[apply, k]) @ x for k in range(signs.shape[1])]
+        return hstack([x, *copies, csr_matrix(signs[apply])]).tocsr()
+
+    scores = np.zeros(len(labels))
+    fold = table_of[pool] % 5
+    for k in range(5):
+        fit, out = pool[fold != k], pool[fold == k]
+        model = LogisticRegression(C=1.0, max_iter=3000).fit(design(fit, fit), labels[fit])
+        scores[out] = model.decision_function(design(fit, out))
+    model = LogisticRegression(C=1.0, max_iter=3000).fit(design(pool, pool), labels[pool])
+    scores[held] = model.decision_function(design(pool, held))
+    return scores
+
+
+def _statement_model(
+    args: argparse.Namespace, table_ids: list[str], by_table: dict, captions: dict, progress
+) -> dict:
+    work = [(args.data, t, by_table[t], captions[t]) for t in table_ids]
+    texts = [x for r in tf._map(_statement_texts, work, args.jobs, "statements: link", progress) for x in r]
+    labels = np.array([label for t in table_ids for _, label in by_table[t]])
+    table_of = np.array([i for i, t in enumerate(table_ids) for _ in by_table[t]])
+    tf._TRAIN["verifier"] = table_verifier.TableVerifier(model=VerdictModel())
+    verdict = work[3000:8000]
+    rows = [
+        r for rs in tf._map(tf._verdict_rows, verdict, args.jobs, "verdict: features", progress) for r in rs
+    ]
+    first = int(np.searchsorted(table_of, 3000))  # the verdict tables' statements, in order
+    if len(rows) != int(np.searchsorted(table_of, 8000)) - first:
+        raise SystemExit("a verdict table could not be read: the rows no longer line up with the statements")
+    out = {}
+    for name, lo in (("3000-4000", 3000), ("7000-8000", 7000)):
+        in_verdict = (table_of >= 3000) & (table_of < 8000)
+        held = np.where((table_of >= lo) & (table_of < lo + 1000))[0]
+        fit = np.where(in_verdict & ~((table_of >= lo) & (table_of < lo + 1000)))[0]
+        outside = np.where(~((table_of >= lo) & (table_of < lo + 1000)))[0]
+        statement = statement_model_scores(texts, labels, table_of, outside, held)
+        signs = np.zeros((len(labels), 2))
+        for i, (features, _) in enumerate(rows):
+            signs[first + i] = (2 * features.get("top_true", 0.5) - 1, 2 * features.get("vote", 0.5) - 1)
+        interaction = statement_model_scores(texts, labels, table_of, fit, held, signs)
+        for variant, extra in (("shipped", None), ("statement", statement), ("interaction", interaction)):
+
+            def row(i: int, extra: np.ndarray | None = extra) -> dict[str, float]:
+                features = dict(rows[i - first][0])
+                if extra is not None:
+                    features["x:stacked"] = float(extra[i])
+                return features
+
+            fitted = [(row(i), int(labels[i])) for i in fit]
+            tested = [(row(i), int(labels[i])) for i in held]
+            out[f"held out {name}, {variant}"] = _accuracy(fitted, tested, lambda k: True)
+            progress(f"{name} {variant}", 1, 1)
+    return out
+
+
 def _accuracy(fit: list, test: list, keep) -> float:
     model = VerdictModel(boosted=True, seed=0).fit(
         [{k: v for k, v in r.items() if keep(k)} for r, _ in fit], [y for _, y in fit]
@@ -96,7 +208,9 @@ def main() -> None:
     )
     parser.add_argument("--data", required=True, help="TabFact release folder")
     parser.add_argument(
-        "--experiment", required=True, choices=("ranker-tables", "ranker-features", "statement-words")
+        "--experiment",
+        required=True,
+        choices=("ranker-tables", "ranker-features", "statement-words", "statement-model"),
     )
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
@@ -107,6 +221,9 @@ def main() -> None:
             print(f"{stage} {done}/{total} {time.time() - started:.0f}s", file=sys.stderr, flush=True)
 
     table_ids, by_table, captions = tf._shuffled_train_tables(args.data, 0)
+    if args.experiment == "statement-model":
+        print(json.dumps(_statement_model(args, table_ids, by_table, captions, progress), indent=2))
+        return
     if args.experiment == "ranker-tables":
         work = [(args.data, t, by_table[t], captions[t]) for t in table_ids[:3000] + table_ids[8000:]]
         groups = [
