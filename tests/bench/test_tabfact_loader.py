@@ -105,3 +105,15 @@ def test_malformed_human_programs_file_is_a_dataset_error(tmp_path: Path, annota
     (root / "bootstrap" / "bootstrap.json").write_text(json.dumps(annotations), encoding="utf-8")
     with pytest.raises(DatasetError, match="bootstrap.json"):
         bootstrap_execution(root)
+
+
+def test_a_forced_guess_is_recorded_as_not_enough_info_at_even_odds(tmp_path: Path) -> None:
+    # the second statement names nothing of the table: the verifier answers NOT ENOUGH INFO and the
+    # bench, whose protocol forces a binary answer, scores its guess - never at the verifier's 100%
+    entry = [["john smith be a democrat", "the weather on mars be pleasant"], [1, 0], "ohio elections"]
+    report = run_benchmark(_release(tmp_path, {TABLE: entry}), "val")
+    linked, unlinked = report["predictions"]  # type: ignore[misc]
+    assert unlinked["given"] == "NOT ENOUGH INFO" and unlinked["program"] == ""
+    assert unlinked["confidence"] == 0.5 and unlinked["predicted"] in (0, 1)
+    assert linked["given"] in ("ENTAILED", "REFUTED") and linked["program"]
+    assert 0.5 <= linked["confidence"] <= 1.0

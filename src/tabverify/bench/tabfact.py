@@ -234,10 +234,15 @@ def _predict(example: Example) -> dict[str, object]:
     try:
         table = cache.get(example.table_id, example.caption)
         verdict = verifier.verify(example.statement, table)  # type: ignore[attr-defined]
+        abstained = verdict.label is Label.NOT_ENOUGH_INFO
         record.update(
             predicted=int(verdict.forced_label is Label.ENTAILED),
+            # the label the verifier gave; "predicted" is the binary answer the protocol forces
+            given=verdict.label.value,
             program=verdict.program,
-            confidence=round(verdict.confidence, 4),
+            # a forced guess (no evidence either way) is a coin the bench makes the verifier toss:
+            # its confidence is 0.5, not the verifier's certainty that it found no evidence
+            confidence=0.5 if abstained else round(verdict.confidence, 4),
         )
     except Exception as exc:  # noqa: BLE001 - one broken statement must never stop a benchmark run
         record.update(predicted=None, program="", error=f"{type(exc).__name__}: {exc}")
