@@ -117,3 +117,15 @@ def test_a_forced_guess_is_recorded_as_not_enough_info_at_even_odds(tmp_path: Pa
     assert unlinked["confidence"] == 0.5 and unlinked["predicted"] in (0, 1)
     assert linked["given"] in ("ENTAILED", "REFUTED") and linked["program"]
     assert 0.5 <= linked["confidence"] <= 1.0
+
+
+def test_search_recall_groups_human_programs_by_their_two_top_levels() -> None:
+    from tabverify.bench.tabfact import _outline
+
+    program = (
+        "and{only{filter_eq{all_rows; competition; draw}}; "
+        "eq{hop{filter_eq{all_rows; competition; draw}; date}; 11 june 1958}}"
+    )
+    assert _outline(program) == "and(only(filter_eq),eq(hop))"
+    assert _outline("eq{count{all_rows}; 3}") == "eq(count)"
+    assert _outline("only{all_rows}") == "only"

@@ -26,7 +26,13 @@ def test_human_programs_execute_to_true() -> None:
 
 
 def test_search_recall_on_human_annotated_statements() -> None:
-    assert search_recall(TABFACT)["recall"] >= 0.60
+    report = search_recall(TABFACT)
+    assert report["recall"] >= 0.60
+    # the outlines account for every statement counted, and for every miss
+    outlines = report["by_outline"].values()
+    assert sum(o["n"] for o in outlines) == report["n"]
+    assert sum(o["missed"] for o in outlines) == report["n"] - report["hits"]
+    assert all(0 <= o["missed"] <= o["n"] for o in outlines)
 
 
 def test_val_loader_and_channels() -> None:

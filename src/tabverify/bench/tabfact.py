@@ -648,11 +648,28 @@ def _signature(program_text: str, table: Table) -> tuple[tuple[str, ...], frozen
     return tuple(sorted(program.functions)), columns
 
 
-def search_recall(data_dir: str | Path) -> dict[str, float | int]:
+def _outline(program_text: str) -> str:
+    """A program's two top levels of functions: ``and(only(filter_eq),eq(hop))``."""
+    from tabverify.program import parse_program
+    from tabverify.program.tree import Call
+
+    def level(node: Call, depth: int) -> str:
+        inner = [a for a in node.args if isinstance(a, Call)]
+        if depth == 0 or not inner:
+            return node.func
+        return node.func + "(" + ",".join(level(a, depth - 1) for a in inner) + ")"
+
+    return level(parse_program(program_text), 2)
+
+
+def search_recall(data_dir: str | Path) -> dict[str, object]:
     """Share of human-annotated statements whose candidate set holds a program with the same
-    functions (as a multiset) and the same columns as the human program."""
+    functions (as a multiset) and the same columns as the human program; ``"by_outline"`` gives,
+    for each outline of the human programs (their two top levels of functions, most frequent
+    first), how many there are and how many the search misses."""
     cache = TableCache(data_dir)
     hits = total = 0
+    outlines: dict[str, list[int]] = {}
     for table_id, statement, program in _bootstrap(data_dir):
         table = cache.get(table_id)
         wanted = _signature(program, table)
@@ -660,8 +677,15 @@ def search_recall(data_dir: str | Path) -> dict[str, float | int]:
             continue
         total += 1
         linking = link(statement, table)
-        for candidate in search(table, linking).candidates:
-            if _signature(str(candidate.program), table) == wanted:
-                hits += 1
-                break
-    return {"n": total, "hits": hits, "recall": round(hits / total, 4) if total else 0.0}
+        found = any(_signature(str(c.program), table) == wanted for c in search(table, linking).candidates)
+        hits += found
+        counts = outlines.setdefault(_outline(program), [0, 0])
+        counts[0] += 1
+        counts[1] += not found
+    ordered = sorted(outlines.items(), key=lambda item: (-item[1][0], item[0]))
+    return {
+        "n": total,
+        "hits": hits,
+        "recall": round(hits / total, 4) if total else 0.0,
+        "by_outline": {name: {"n": n, "missed": missed} for name, (n, missed) in ordered},
+    }
