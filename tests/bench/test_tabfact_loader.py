@@ -127,5 +127,5 @@ def test_search_recall_groups_human_programs_by_their_two_top_levels() -> None:
         "eq{hop{filter_eq{all_rows; competition; draw}; date}; 11 june 1958}}"
     )
     assert _outline(program) == "and(only(filter_eq),eq(hop))"
-    assert _outline("eq{count{all_rows}; 3}") == "eq(count)"
-    assert _outline("only{all_rows}") == "only"
+    assert _outline("eq{count{all_rows}; 3}") == "eq(count())"
+    assert _outline("only{all_rows}") == "only()"

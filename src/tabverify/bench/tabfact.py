@@ -649,17 +649,12 @@ def _signature(program_text: str, table: Table) -> tuple[tuple[str, ...], frozen
 
 
 def _outline(program_text: str) -> str:
-    """A program's two top levels of functions: ``and(only(filter_eq),eq(hop))``."""
+    """A program's two top levels of functions, as the ranker's skeleton feature writes them:
+    ``and(only(filter_eq),eq(hop))``; a function of no function is ``avg()``."""
     from tabverify.program import parse_program
-    from tabverify.program.tree import Call
+    from tabverify.program.ranker import _skeleton
 
-    def level(node: Call, depth: int) -> str:
-        inner = [a for a in node.args if isinstance(a, Call)]
-        if depth == 0 or not inner:
-            return node.func
-        return node.func + "(" + ",".join(level(a, depth - 1) for a in inner) + ")"
-
-    return level(parse_program(program_text), 2)
+    return _skeleton(parse_program(program_text), 2)
 
 
 def search_recall(data_dir: str | Path) -> dict[str, object]:
