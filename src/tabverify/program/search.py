@@ -20,11 +20,12 @@ from typing import ClassVar
 from tabverify.errors import ProgramExecutionError, ProgramTypeError
 from tabverify.program.functions import Context, run_function
 from tabverify.program.tree import AllRows, Call, Header, Literal, Node
-from tabverify.program.triggers import active_families
+from tabverify.program.triggers import active_families, ranks_by_direction
 from tabverify.program.values import literal_quantity
 from tabverify.table import Table
 from tabverify.table.quantity import ORDINAL_WORDS
 from tabverify.text.linking import Link, Linking
+from tabverify.text.normalize import Token
 from tabverify.text.spans import Span
 
 
@@ -156,7 +157,7 @@ class _Entities:
     """What the search builds programs from: the statement's links and the table's column roles."""
 
     cells: list[Link]
-    numbers: list[Link]  # numbers and dates that are not ordinals (whole numeric cells included)
+    numbers: list[Link]  # numbers, dates, ordinals that are not ranks (whole numeric cells included)
     ordinals: list[Link]
     cell_spans: frozenset[Span]
     spans: frozenset[Span]  # every linked cell and number: the statement's entities
@@ -331,6 +332,13 @@ def _candidate(state: _State, func: str, args: tuple[_Item | Node, ...]) -> None
         _add_candidate(state, _call(state, func, args))
 
 
+def _ranks(ordinal: Link, tokens: tuple[Token, ...]) -> bool:
+    """An ordinal followed by a direction word is only a rank ("the 2nd highest"); any other is a
+    value too ("finish 6th", "the 233rd pick")."""
+    after = [t.text.lower() for t in tokens if t.span.start >= ordinal.span.end]
+    return ranks_by_direction(after)
+
+
 def _is_ordinal(text: str) -> bool:
     lowered = text.lower()
     return lowered in ORDINAL_WORDS or (lowered[:1].isdigit() and lowered.endswith(("st", "nd", "rd", "th")))
@@ -369,7 +377,7 @@ def _entities(state: _State, linking: Linking) -> _Entities:
         by_column.setdefault(link.column, []).append(link)  # type: ignore[arg-type]
     return _Entities(
         cells=cells,
-        numbers=[n for n in numbers if not _is_ordinal(n.literal)],
+        numbers=[n for n in numbers if not _is_ordinal(n.literal) or not _ranks(n, linking.tokens)],
         ordinals=[n for n in numbers if _is_ordinal(n.literal)],
         cell_spans=cell_spans,
         spans=cell_spans | frozenset(n.span for n in number_links),
@@ -618,8 +626,29 @@ def _row_comparisons(state: _State, entities: _Entities, rows: list[_Item]) -> N
                         _difference_programs(state, entities, left, right, left.used | right.used)
                 if "same" in families:
                     _candidate(state, "eq", (hop_a, hop_b))
+                    _shared_value_programs(state, entities.numbers, hop_a, hop_b)
+            if "same" in families:
+                for c, column_links in entities.by_column.items():
+                    if table.header[c] in filtered or c in columns or state.full:
+                        continue
+                    hop_a = _call(state, "hop", (view_a, _column(state, c)))
+                    hop_b = _call(state, "hop", (view_b, _column(state, c)))
+                    if hop_a is not None and hop_b is not None:
+                        _shared_value_programs(state, column_links, hop_a, hop_b)
             if families & {"ordinal", "compare"}:
                 _candidate(state, "before", (view_a, view_b))
+
+
+def _shared_value_programs(state: _State, values: list[Link], hop_a: _Item, hop_b: _Item) -> None:
+    """and{eq{hop{A; c}; v}; eq{hop{B; c}; v}}: two rows hold one same linked value v ("X and Y
+    both scored 4", "both use the same class, professional")."""
+    for value in values:
+        if value.span in hop_a.used or value.span in hop_b.used or state.full:
+            continue
+        equal_a = _call(state, "eq", (hop_a, _lit(value)))
+        equal_b = _call(state, "eq", (hop_b, _lit(value)))
+        if equal_a is not None and equal_b is not None:
+            _candidate(state, "and", (equal_a, equal_b))
 
 
 def _count_comparisons(state: _State, entities: _Entities, first_level: list[_Item]) -> None:

@@ -3,7 +3,26 @@ triggers (LPA's pruning, extended with the lemmatized forms of the TabFact relea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tabverify.text.normalize import Token, stem
+
+UP_WORDS = frozenset(
+    "highest largest biggest greatest most maximum max longest more larger bigger greater higher "
+    "longer over above exceed exceeds exceeded exceeding".split()
+)
+"""Words whose direction is "larger values" whatever the column (superlatives and comparatives)."""
+DOWN_WORDS = frozenset(
+    "lowest smallest least fewest minimum min shortest less fewer smaller lower shorter under below".split()
+)
+"""Words whose direction is "smaller values" whatever the column."""
+EITHER_WORDS = frozenset(
+    "first last earliest latest oldest youngest newest best worst top bottom fastest slowest "
+    "before after earlier later older younger newer better worse beat outscore outscored since until "
+    "between within beyond past record peak lead leader".split()
+)
+"""Comparison words whose direction depends on the column (a date, a rank, a time): they license
+a comparison program in either direction."""
 
 _TRIGGERS: dict[str, tuple[str, ...]] = {
     "count": ("there", "number", "total", "count", "time", "amount", "how", "many", "game", "match",
@@ -53,3 +72,10 @@ def active_families(tokens: tuple[Token, ...] | list[Token]) -> frozenset[str]:
 
 TRIGGER_WORDS: frozenset[str] = frozenset().union(*_STEMMED.values())
 """Every trigger word (surface and stemmed forms)."""
+
+
+def ranks_by_direction(words_after: Sequence[str]) -> bool:
+    """True when the (lower-case) words right after an ordinal make it a rank to order by ("2nd
+    highest", "third most"): one of the next two is a direction word or a superlative in -est."""
+    return any(w in UP_WORDS or w in DOWN_WORDS or w in EITHER_WORDS or (len(w) > 4 and w.endswith("est"))
+               for w in words_after[:2])  # fmt: skip

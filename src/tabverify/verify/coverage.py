@@ -32,29 +32,20 @@ from functools import lru_cache
 
 from tabverify.program.search import Candidate
 from tabverify.program.tree import Call, Header
-from tabverify.program.triggers import TRIGGER_WORDS, active_families
+from tabverify.program.triggers import (
+    DOWN_WORDS,
+    EITHER_WORDS,
+    TRIGGER_WORDS,
+    UP_WORDS,
+    active_families,
+    ranks_by_direction,
+)
 from tabverify.table import Table
 from tabverify.table.quantity import ORDINAL_WORDS
 from tabverify.text.linking import STOP_WORDS, Linking
 from tabverify.text.normalize import Token
 from tabverify.text.spans import Span
 
-UP_WORDS = frozenset(
-    "highest largest biggest greatest most maximum max longest more larger bigger greater higher "
-    "longer over above exceed exceeds exceeded exceeding".split()
-)
-"""Words whose direction is "larger values" whatever the column (superlatives and comparatives)."""
-DOWN_WORDS = frozenset(
-    "lowest smallest least fewest minimum min shortest less fewer smaller lower shorter under below".split()
-)
-"""Words whose direction is "smaller values" whatever the column."""
-EITHER_WORDS = frozenset(
-    "first last earliest latest oldest youngest newest best worst top bottom fastest slowest "
-    "before after earlier later older younger newer better worse beat outscore outscored since until "
-    "between within beyond past record peak lead leader".split()
-)
-"""Comparison words whose direction depends on the column (a date, a rank, a time): they license
-a comparison program in either direction."""
 NEUTRAL_WORDS = frozenset("than compare compared".split())
 """Words that say a comparison is made without its direction ("than" goes with "more" or "less"):
 they license a comparison program but leave its direction to the other words."""
@@ -152,7 +143,6 @@ def statement_cues(linking: Linking, table: object) -> Cues:
         elif word in EITHER_WORDS or _comparative(word, words[i + 1 : i + 3]):
             either.append(word)
     ordinals: list[tuple[Span, str]] = []
-    direction = UP_WORDS | DOWN_WORDS | EITHER_WORDS
     for link in linking.numbers:
         word = link.text.lower()
         value = ORDINAL_WORDS.get(word) or (int(word[:-2]) if word[:-2].isdigit() and word[-2:] in
@@ -160,7 +150,7 @@ def statement_cues(linking: Linking, table: object) -> Cues:
         if value < 2 or link.span in data:
             continue
         after = [t.text.lower() for t in free if t.span.start >= link.span.end][:2]
-        if any(w in direction or (len(w) > 4 and w.endswith("est")) for w in after):
+        if ranks_by_direction(after):
             ordinals.append((link.span, f"{link.text} {' '.join(after)}".strip()))
     sum_word = next((w for w in words if w in SUM_WORDS), "")
     types = getattr(table, "column_types", ())
