@@ -1,5 +1,7 @@
+from pathlib import Path
+
 from tabverify.program.search import SearchLimits, search
-from tabverify.table import Table
+from tabverify.table import Table, load_table
 from tabverify.text import link
 
 
@@ -66,3 +68,46 @@ def test_link_caps_keep_the_first_links(election: Table) -> None:
     allowed = {linking.cells[0].span}
     assert result.candidates
     assert all(c.used <= allowed for c in result.candidates)
+
+
+def _table(tmp_path: Path, rows: list[str]) -> Table:
+    path = tmp_path / "table.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return load_table(path)
+
+
+def test_two_rows_holding_one_linked_value(tmp_path: Path) -> None:
+    # "X and Y both ...": the two rows share the value, which the conjunction of two disjoint
+    # programs could never say (both halves use the literal 4)
+    table = _table(tmp_path, ["player,played,won", "terry jenkins,4,2", "colin lloyd,4,1", "phil taylor,5,5"])
+    found = _programs(table, "terry jenkins and colin lloyd both play 4 time")
+    both = (
+        "and{eq{hop{filter_eq{all_rows; player; terry jenkins}; played}; 4}; "
+        "eq{hop{filter_eq{all_rows; player; colin lloyd}; played}; 4}}"
+    )
+    assert found[both] is True
+    refuted = _programs(table, "terry jenkins and phil taylor both play 4 time")
+    assert refuted[both.replace("colin lloyd", "phil taylor")] is False
+
+
+def test_two_rows_holding_one_linked_text_value(tmp_path: Path) -> None:
+    table = _table(
+        tmp_path,
+        ["model,class,price", "ps500,professional,500", "ps1000,professional,1000", "sr60,prestige,60"],
+    )
+    found = _programs(table, "the ps500 and ps1000 both use the same class , professional")
+    both = (
+        "and{eq{hop{filter_eq{all_rows; model; ps500}; class}; professional}; "
+        "eq{hop{filter_eq{all_rows; model; ps1000}; class}; professional}}"
+    )
+    assert found[both] is True
+
+
+def test_an_ordinal_that_is_not_a_rank_is_a_value(tmp_path: Path) -> None:
+    table = _table(tmp_path, ["rank,nation,gold", "5,canada,3", "6,ukraine,2", "7,kenya,1"])
+    found = _programs(table, "ukraine finish 6th")
+    assert found["eq{hop{filter_eq{all_rows; nation; ukraine}; rank}; 6th}"] is True
+    # before a direction word it is only a rank: no program compares a value with "2nd"
+    ranked = _programs(table, "kenya have the 2nd highest gold")
+    assert not [p for p in ranked if p.endswith("; 2nd}") and not p.startswith("nth")]
+    assert any("nth_argmax{all_rows; gold; 2nd}" in p for p in ranked)
