@@ -111,3 +111,24 @@ def test_an_ordinal_that_is_not_a_rank_is_a_value(tmp_path: Path) -> None:
     ranked = _programs(table, "kenya have the 2nd highest gold")
     assert not [p for p in ranked if p.endswith("; 2nd}") and not p.startswith("nth")]
     assert any("nth_argmax{all_rows; gold; 2nd}" in p for p in ranked)
+
+
+def test_a_second_filter_that_keeps_every_row_is_its_own_view(tmp_path: Path) -> None:
+    # every atlantic records row is a united states one: the nested filter selects the rows of
+    # the first, yet it reads both values, so a count over it accounts for the whole statement
+    table = _table(
+        tmp_path,
+        [
+            "region,label,format",
+            "united states,atlantic records,lp",
+            "united states,atlantic records,cd",
+            "united states,swan song,lp",
+            "japan,atlantic records,cd",
+        ],
+    )
+    statement = "when the label be swan song , there be 1 time the region be the united states"
+    nested = "eq{count{filter_eq{filter_eq{all_rows; label; swan song}; region; united states}}; 1}"
+    assert _programs(table, statement)[nested] is True
+    # a second filter that drops rows was always a view of its own
+    statement = "when the label be atlantic records , there be 2 time the region be the united states"
+    assert _programs(table, statement)[nested.replace("swan song", "atlantic records").replace("1}", "2}")] is True

@@ -79,8 +79,8 @@ class SearchLimits:
     max_number_links: int = 40
     max_evaluations: int = 50_000
     max_cells_read: int = 1_000_000
-    max_views: int = 80
-    max_candidates: int = 600
+    max_views: int = 120
+    max_candidates: int = 800
     max_and_pairs: int = 150
     max_partial_programs: int = 40
     max_columns: int = 4
@@ -174,7 +174,7 @@ class _State:
     limits: SearchLimits
     families: frozenset[str]
     ctx: Context
-    views: dict[tuple[tuple[int, ...], str], _Item] = field(default_factory=dict)
+    views: dict[tuple[object, ...], _Item] = field(default_factory=dict)
     view_list: list[_Item] = field(default_factory=list)
     candidates: dict[str, Candidate] = field(default_factory=dict)
     evaluations: int = 0
@@ -297,19 +297,29 @@ def _column(state: _State, column: int) -> Header:
 
 
 def _add_view(state: _State, item: _Item | None, keep_empty: bool = False) -> _Item | None:
-    """Keep a view unless it selects nothing or the same rows the same way as a kept one (then
-    the kept one is returned); None when it is empty or no more views are kept."""
+    """Keep a view unless it selects nothing or the same rows the same way as a kept one that
+    reads no fewer of the statement's values (then the kept one is returned); None when it is
+    empty or no more views are kept."""
     if item is None or (not item.value and not keep_empty):
         return None
     # views are memoised by the rows they select and the function that selected them: a filter
     # and a superlative that land on the same row are different readings, two filters are not
-    key = (item.value, item.node.func if isinstance(item.node, Call) else "all_rows")
-    if key in state.views:
-        return state.views[key]
+    # (unless the second reads more of the statement, below)
+    key: tuple[object, ...] = (item.value, item.node.func if isinstance(item.node, Call) else "all_rows")
+    kept = state.views.get(key)
+    if kept is not None:
+        if not kept.used < item.used:
+            return kept
+        # a second filter that keeps every row of the first still reads one more of the
+        # statement's values ("when the label is atlantic, the region is the united states"):
+        # kept beside it, so programs over it account for that value too
+        key = (*key, item.used)
+        if key in state.views:
+            return state.views[key]
     if len(state.view_list) >= state.limits.max_views:
         state.limit("max_views")
         return None
-    state.views[key] = item  # type: ignore[index]
+    state.views[key] = item
     state.view_list.append(item)
     return item
 
