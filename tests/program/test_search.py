@@ -131,4 +131,5 @@ def test_a_second_filter_that_keeps_every_row_is_its_own_view(tmp_path: Path) ->
     assert _programs(table, statement)[nested] is True
     # a second filter that drops rows was always a view of its own
     statement = "when the label be atlantic records , there be 2 time the region be the united states"
-    assert _programs(table, statement)[nested.replace("swan song", "atlantic records").replace("1}", "2}")] is True
+    atlantic = nested.replace("swan song", "atlantic records").replace("1}", "2}")
+    assert _programs(table, statement)[atlantic] is True
