@@ -79,6 +79,10 @@ def _statements(rows: list[list[str]]) -> tuple[list[str], list[int]]:
     return statements, labels
 
 
+HUMAN_STATEMENT = "the democratic party have the most incumbent"
+HUMAN_PROGRAM = "eq{most_freq{all_rows; party}; democratic}=True"
+
+
 @pytest.fixture
 def release(tmp_path: Path) -> Path:
     """A TabFact release with 8 train tables; val and test hold garbage and their own tables."""
@@ -93,6 +97,15 @@ def release(tmp_path: Path) -> Path:
         statements, labels = _statements(rows)
         train[table_id] = [statements, labels, f"election {t}"]
     (root / "tokenized_data" / "train_examples.json").write_text(json.dumps(train))
+    # human-written programs (the release's bootstrap file) on every train table, and one on a
+    # val table, which training must leave unread
+    bootstrap = {
+        table_id: [[HUMAN_STATEMENT, None, caption, None, HUMAN_PROGRAM]]
+        for table_id, (_, _, caption) in train.items()
+    }
+    bootstrap["2-val-1.html.csv"] = [[HUMAN_STATEMENT, None, "val", None, HUMAN_PROGRAM]]
+    (root / "bootstrap").mkdir()
+    (root / "bootstrap" / "bootstrap.json").write_text(json.dumps(bootstrap))
     (root / "data" / "train_id.json").write_text(json.dumps(sorted(train)))
     garbage = b"\x00\xff not json {{{"
     for name in ("val", "test"):
@@ -156,6 +169,30 @@ def test_training_splits_tables_between_ranker_and_verdict_model(release: Path) 
     assert model.vocabulary == {}
     _, model = train_models(release, ranker_tables=4, jobs=1)
     assert model.vocabulary
+
+
+def test_the_ranker_learns_the_human_programs_reading(release: Path) -> None:
+    # "the democratic party have the most incumbent" has several programs that execute to True
+    # (the party of the latest or the earliest elected incumbent is also democratic); the human
+    # program reads it as most_freq, and the ranker trained on it ranks that reading first
+    from tabverify.bench.tabfact import human_programs
+
+    train = [f"1-{t}-1.html.csv" for t in range(8)]
+    assert sorted(human_programs(release, train)) == train  # the val table's program is not read
+    table = load_table(release / "data" / "all_csv" / "1-0-1.html.csv")
+
+    def top(human_weight: int) -> tuple[str, float]:
+        ranker, _ = train_models(release, ranker_tables=4, jobs=1, human_weight=human_weight)
+        ranking = TableVerifier(ranker=ranker).rank(table, HUMAN_STATEMENT)
+        readings = [str(c.program) for c in ranking.candidates]
+        assert sum(c.value for c in ranking.candidates) >= 2  # more than one True reading to choose from
+        share = sum(p for r, p in zip(readings, ranking.probabilities, strict=True) if "most_freq" in r)
+        return readings[0], share
+
+    weak_top, weak_share = top(0)
+    human_top, human_share = top(20)
+    assert human_top == "eq{most_freq{all_rows; party}; democratic}"
+    assert human_share > weak_share + 0.2
 
 
 def test_verdict_holdout_scores_each_l2_on_held_out_train_tables_only(release: Path) -> None:

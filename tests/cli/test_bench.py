@@ -111,6 +111,10 @@ def test_train_checks_its_output_and_table_counts_before_training(tmp_path: Path
     data = _release(tmp_path)
     zero = run("train", "tabfact", "--data", str(data), "--out", str(tmp_path / "m"), "--ranker-tables", "0")
     assert zero.returncode == 2 and "--ranker-tables" in zero.stderr
+    negative = run(
+        "train", "tabfact", "--data", str(data), "--out", str(tmp_path / "m"), "--human-weight", "-1"
+    )
+    assert negative.returncode == 2 and "--human-weight -1" in negative.stderr
     unwritable = run("train", "tabfact", "--data", str(data), "--out", "/proc/tabverify-models")
     assert unwritable.returncode == 2 and "--out" in unwritable.stderr
     inside = run("train", "tabfact", "--data", str(data), "--out", str(data / "models"))

@@ -264,8 +264,18 @@ def train_tabfact(
     seed: Annotated[
         int, typer.Option(metavar="N", help="Seed of the table shuffle and the ranker's SGD order")
     ] = 0,
+    human_weight: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Weak statements each human-written program (bootstrap/bootstrap.json) counts as "
+            "in the ranker's training; 0: weak supervision only [default: 20, as the shipped models]",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Train the ranker (weak supervision) and the verdict model on the train split."""
+    """Train the ranker (weak supervision and the release's human-written programs) and the verdict
+    model on the train split."""
     from tabverify.bench.tabfact import train_models
     from tabverify.program.ranker import WEIGHTS_FILE
     from tabverify.verify.decision import MODEL_FILE
@@ -274,6 +284,14 @@ def train_tabfact(
     for option, value in (("--ranker-tables", ranker_tables), ("--verdict-tables", verdict_tables)):
         if value is not None and value < 1:
             fail(f"{option} {value}: train on at least 1 table")
+    if human_weight is not None and human_weight < 0:
+        fail(f"--human-weight {human_weight}: give 0 (weak supervision only) or more")
+    if human_weight != 0 and not (data / "bootstrap" / "bootstrap.json").is_file():
+        out.print(
+            text(
+                f"note: {data / 'bootstrap' / 'bootstrap.json'} is missing: the ranker learns from weak labels only"
+            )
+        )
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: is a file; name a folder")
     if data.resolve() in (out_dir.resolve(), *out_dir.resolve().parents):
@@ -289,7 +307,13 @@ def train_tabfact(
     jobs = worker_count(jobs)
     with progress() as report, input_errors():
         ranker, model = train_models(
-            data, ranker_tables, verdict_tables, jobs=jobs, seed=seed, progress=report
+            data,
+            ranker_tables,
+            verdict_tables,
+            jobs=jobs,
+            seed=seed,
+            progress=report,
+            **({} if human_weight is None else {"human_weight": human_weight}),
         )
     try:
         ranker.save(out_dir / WEIGHTS_FILE)
