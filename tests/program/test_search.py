@@ -61,7 +61,7 @@ def test_full_candidates_stop_the_evaluations(election: Table) -> None:
 
 
 def test_link_caps_keep_the_first_links(election: Table) -> None:
-    linking = link("mary jones be first elected in 1986 for the republican party", election)
+    linking = link("mary jones have the most vote in 1986 for the republican party", election)
     assert len(linking.cells) > 1 and len(linking.numbers) >= 1
     result = search(election, linking, SearchLimits(max_cell_links=1, max_number_links=0))
     assert {"max_cell_links", "max_number_links"} <= set(result.cut)
@@ -133,3 +133,16 @@ def test_a_second_filter_that_keeps_every_row_is_its_own_view(tmp_path: Path) ->
     statement = "when the label be atlantic records , there be 2 time the region be the united states"
     atlantic = nested.replace("swan song", "atlantic records").replace("1}", "2}")
     assert _programs(table, statement)[atlantic] is True
+
+
+def test_a_word_of_a_named_column_is_no_superlative(election: Table) -> None:
+    # "first" in "be first elected in 1994" names the "first elected" column: no argmin reading,
+    # which would leave 1994 unread (the shipped models took it for ENTAILED)
+    plain = _programs(election, "mary jones be first elected in 1994")
+    assert not [p for p in plain if "argmin" in p or p.startswith("eq{hop{first")]
+    assert plain["eq{hop{filter_eq{all_rows; incumbent; mary jones}; first elected}; 1994}"] is False
+    # after "the" the same words are a rank as well
+    ranked = _programs(election, "mary jones be the first elected")
+    assert ranked["eq{hop{argmin{all_rows; first elected}; incumbent}; mary jones}"] is True
+    # a superlative outside the name still counts
+    assert any("argmin" in p for p in _programs(election, "mary jones be first elected earliest"))

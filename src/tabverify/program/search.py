@@ -199,6 +199,22 @@ class _BudgetSpent(Exception):
     """Raised inside the search when ``max_evaluations`` or ``max_cells_read`` is spent."""
 
 
+def _trigger_tokens(linking: Linking) -> list[Token]:
+    """The tokens whose trigger words gate the search: all but those inside a header the statement
+    names with two or more words, where the word is part of the column's name ("first" in "mary
+    jones be first elected in 1994" under a "first elected" column), not a superlative or an
+    ordinal. After "the" the name reads as a rank too ("mary jones be the first elected")."""
+    tokens = linking.tokens
+    names = []
+    for link in linking.headers:
+        if " " not in link.text.strip():
+            continue
+        before = [t for t in tokens if t.span.end <= link.span.start]
+        if not (before and before[-1].stem == "the"):
+            names.append(link.span)
+    return [t for t in tokens if not any(n.start <= t.span.start and t.span.end <= n.end for n in names)]
+
+
 def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -> SearchResult:
     """Enumerate boolean programs for a linked statement. Deterministic; order is build order.
 
@@ -208,7 +224,7 @@ def search(table: Table, linking: Linking, limits: SearchLimits | None = None) -
     limits = limits or SearchLimits()
     # a database table computes the functions that read rows in SQL (its run_function)
     context = Context(table, backend=getattr(table, "run_function", None))
-    state = _State(table, limits, active_families(linking.tokens), context)
+    state = _State(table, limits, active_families(_trigger_tokens(linking)), context)
     if limits.max_milliseconds:
         state.deadline = time.monotonic() + limits.max_milliseconds / 1000
     entities = _entities(state, linking)
