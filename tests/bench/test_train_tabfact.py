@@ -189,6 +189,8 @@ def test_the_ranker_learns_the_human_programs_reading(release: Path) -> None:
         share = sum(p for r, p in zip(readings, ranking.probabilities, strict=True) if "most_freq" in r)
         return readings[0], share
 
+    with pytest.raises(TabverifyError, match="human_weight"):
+        train_models(release, ranker_tables=4, jobs=1, human_weight=-1)
     weak_top, weak_share = top(0)
     human_top, human_share = top(20)
     assert human_top == "eq{most_freq{all_rows; party}; democratic}"

@@ -481,8 +481,8 @@ def train_models(
     from tabverify.verify.decision import VerdictModel
 
     check_counts(jobs=jobs)
-    if ranker_tables < 0 or (verdict_tables is not None and verdict_tables < 0):
-        raise TabverifyError("ranker_tables and verdict_tables must not be negative")
+    if ranker_tables < 0 or (verdict_tables is not None and verdict_tables < 0) or human_weight < 0:
+        raise TabverifyError("ranker_tables, verdict_tables and human_weight must not be negative")
     table_ids, by_table, captions = _shuffled_train_tables(data_dir, seed)
     ranker_ids = table_ids[:ranker_tables]
     verdict_ids = (
