@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tabverify.program import execute
@@ -14,7 +15,8 @@ from tabverify.program.tree import parse_program
 from tabverify.table import Table, load_table
 from tabverify.text.linking import link
 from tabverify.verify import Label, TableVerifier, Verdict
-from tabverify.verify.coverage import coverage_gaps, statement_cues
+from tabverify.verify.coverage import GAP_KINDS, coverage_gaps, kinded_gaps, statement_cues
+from tabverify.verify.decision import statement_features
 
 COUNTRIES = """country,continent,capital,population (millions),area (km2)
 germany,europe,berlin,83.2,357022
@@ -53,9 +55,9 @@ def verifier() -> TableVerifier:
     return TableVerifier()
 
 
-def gaps(table: Table, statement: str, program: str, used: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The coverage gaps of ``program`` for ``statement``; ``used``: the statement words (links)
-    the program consumed."""
+def candidate(table: Table, statement: str, program: str, used: tuple[str, ...] = ()) -> Candidate:
+    """``program`` as the search would rank it for ``statement``; ``used``: the statement words
+    (links) the program consumed."""
     linking = link(statement, table)
     parsed = parse_program(program)
     literals = {text.lower() for text in parsed.literals}
@@ -65,7 +67,19 @@ def gaps(table: Table, statement: str, program: str, used: tuple[str, ...] = ())
         lk.span for lk in linking.numbers if lk.text.lower() in literals
     )  # as the search marks them
     value = execute(program, table).json is True
-    return coverage_gaps(Candidate(parsed, value, spans), statement_cues(linking, table))
+    return Candidate(parsed, value, spans)
+
+
+def gaps(table: Table, statement: str, program: str, used: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The coverage gaps of ``program`` for ``statement`` (see :func:`candidate`)."""
+    cues = statement_cues(link(statement, table), table)
+    return coverage_gaps(candidate(table, statement, program, used), cues)
+
+
+def kinds(table: Table, statement: str, program: str, used: tuple[str, ...] = ()) -> set[str]:
+    """The kinds of ``program``'s coverage gaps for ``statement``."""
+    cues = statement_cues(link(statement, table), table)
+    return {kind for kind, _ in kinded_gaps(candidate(table, statement, program, used), cues)}
 
 
 # ---- the check itself, on programs written here --------------------------------------------------
@@ -143,6 +157,54 @@ def test_words_inside_links_are_data_not_operators(tmp_path: Path) -> None:
     statement = "the largest city of kenya is nairobi"
     program = "eq{hop{filter_eq{all_rows; country; kenya}; largest city}; nairobi}"
     assert gaps(table, statement, program, ("kenya", "nairobi", "largest city")) == ()
+
+
+def test_every_gap_has_its_kind(countries: Table, games: Table) -> None:
+    second = "brazil has the second largest population"
+    smallest = "eq{hop{nth_argmin{all_rows; population (millions); second}; country}; brazil}"
+    assert kinds(countries, second, smallest, ("brazil", "second")) == {"direction"}
+    area = "eq{hop{nth_argmax{all_rows; area (km2); second}; country}; brazil}"
+    assert kinds(countries, second, area, ("brazil", "second")) == {"column"}
+    largest = "eq{hop{argmax{all_rows; population (millions)}; country}; brazil}"
+    assert kinds(countries, second, largest, ("brazil",)) == {"ordinal"}
+    total = "the total population of the european countries is 211.6"
+    assert "sum" in kinds(countries, total, "eq{count{all_rows}; 211.6}")
+    assert "number" in kinds(countries, total, "eq{count{all_rows}; 6}")
+    blind = "eq{count{filter_eq{all_rows; opponent; hartford}}; 2}"
+    assert kinds(games, "the hawks won both games against hartford", blind, ("hartford",)) == {"outcome"}
+    compares = "all_less{filter_eq{all_rows; opponent; dayton}; attendance; 100}"
+    assert "compare" in kinds(games, "the hawks played dayton at home", compares)
+    # the sentences are the same gaps, one per kind and wording
+    cues = statement_cues(link(second, countries), countries)
+    ranked = candidate(countries, second, smallest, ("brazil", "second"))
+    assert coverage_gaps(ranked, cues) == tuple(sentence for _, sentence in kinded_gaps(ranked, cues))
+    assert all(kind in GAP_KINDS for kind, _ in kinded_gaps(ranked, cues))
+
+
+def test_the_verdict_model_reads_what_the_coverage_check_says(countries: Table) -> None:
+    statement = "brazil has the second largest population"
+    linking = link(statement, countries)
+    wrong = candidate(
+        countries,
+        statement,
+        "eq{hop{nth_argmin{all_rows; population (millions); second}; country}; brazil}",
+        ("brazil", "second"),
+    )
+    right = candidate(
+        countries,
+        statement,
+        "eq{hop{nth_argmax{all_rows; population (millions); second}; country}; brazil}",
+        ("brazil", "second"),
+    )
+    assert (wrong.value, right.value) == (False, True)
+    f = statement_features(countries, linking, [wrong, right], np.array([0.75, 0.25]))
+    assert f["c:top_gap:direction"] == 1.0 and f["c:top_covers"] == 0.0
+    assert f["c:first_value"] == 1.0 and f["c:first_rank"] == pytest.approx(1 / 30)
+    assert f["c:mass"] == pytest.approx(0.25) and f["c:vote"] == 1.0
+    assert (f["c:anyT"], f["c:anyF"]) == (1.0, 0.0) and "c:none" not in f
+    # no program covers the statement's words: the model is told so, and nothing else of coverage
+    f = statement_features(countries, linking, [wrong], np.array([1.0]))
+    assert f["c:none"] == 1.0 and not {"c:vote", "c:first_value", "c:anyT"} & set(f)
 
 
 # ---- verdicts ------------------------------------------------------------------------------------

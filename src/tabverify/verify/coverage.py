@@ -218,70 +218,108 @@ def _outcome_columns(table: Table) -> dict[str, tuple[str, ...]]:
     return {outcome: tuple(names) for outcome, names in found.items()}
 
 
+GAP_KINDS = ("direction", "compare", "column", "number", "ordinal", "sum", "outcome")
+"""The kinds of coverage gap, in the order :func:`kinded_gaps` checks them: a superlative or
+comparison read in the wrong direction, a comparison the statement does not make, a named column
+left unread (or another one ranked), a number or ordinal of the statement left unused, a sum not
+added up, an outcome verb not checked."""
+
+
 def coverage_gaps(candidate: Candidate, cues: Cues) -> tuple[str, ...]:
     """The meaning-carrying words of the statement that ``candidate``'s program does not cover, one
     sentence each (empty when it covers them all)."""
+    return tuple(dict.fromkeys(sentence for _, sentence in kinded_gaps(candidate, cues)))
+
+
+def kinded_gaps(candidate: Candidate, cues: Cues) -> tuple[tuple[str, str], ...]:
+    """The gaps of :func:`coverage_gaps` as ``(kind, sentence)`` pairs, the kind one of
+    :data:`GAP_KINDS` (what the verdict model reads: the sentences are for people)."""
     program = candidate.program
     functions = set(program.functions)
-    gaps: list[str] = []
+    gaps: list[tuple[str, str]] = []
+
+    def add(kind: str, sentence: str) -> None:
+        gaps.append((kind, sentence))
+
     superlative_up, superlative_down = functions & _UP_FUNCTIONS, functions & _DOWN_FUNCTIONS
     if superlative_down and cues.up and not cues.down and not cues.either:
-        gaps.append(f"'{cues.up[0]}' asks for the largest values; the program reads the smallest "
-                    f"({sorted(superlative_down)[0]})")  # fmt: skip
+        add(
+            "direction",
+            f"'{cues.up[0]}' asks for the largest values; the program reads the smallest "
+            f"({sorted(superlative_down)[0]})",
+        )
     if superlative_up and cues.down and not cues.up and not cues.either:
-        gaps.append(f"'{cues.down[0]}' asks for the smallest values; the program reads the largest "
-                    f"({sorted(superlative_up)[0]})")  # fmt: skip
+        add(
+            "direction",
+            f"'{cues.down[0]}' asks for the smallest values; the program reads the largest "
+            f"({sorted(superlative_up)[0]})",
+        )
     if cues.numeric_headers:  # the statement names a numeric column: rank and add up that one
         for node in program.walk():
             if isinstance(node, Call) and node.func in _RANKING:
                 column = next((a.name for a in node.args if isinstance(a, Header)), "")
                 if column and column.lower() not in cues.mentioned:
-                    gaps.append(f"the program reads '{column}' ({node.func}), which the statement does not "
-                                f"name; it names '{cues.numeric_headers[0]}'")  # fmt: skip
+                    add(
+                        "column",
+                        f"the program reads '{column}' ({node.func}), which the statement does not "
+                        f"name; it names '{cues.numeric_headers[0]}'",
+                    )
                     break
     comparing = functions & (_COMPARE_UP | _COMPARE_DOWN | _COMPARE_ANY)
     if comparing and not cues.compares:
-        gaps.append(f"the program compares values ({sorted(comparing)[0]}) but the statement names no "
-                    "comparison")  # fmt: skip
+        add(
+            "compare",
+            f"the program compares values ({sorted(comparing)[0]}) but the statement names no comparison",
+        )
     elif not cues.negated and not cues.either:
         if functions & _COMPARE_DOWN and cues.up and not cues.down:
-            gaps.append(f"'{cues.up[0]}' asks for larger values; the program keeps smaller ones "
-                        f"({sorted(functions & _COMPARE_DOWN)[0]})")  # fmt: skip
+            add(
+                "direction",
+                f"'{cues.up[0]}' asks for larger values; the program keeps smaller ones "
+                f"({sorted(functions & _COMPARE_DOWN)[0]})",
+            )
         if functions & _COMPARE_UP and cues.down and not cues.up:
-            gaps.append(f"'{cues.down[0]}' asks for smaller values; the program keeps larger ones "
-                        f"({sorted(functions & _COMPARE_UP)[0]})")  # fmt: skip
+            add(
+                "direction",
+                f"'{cues.down[0]}' asks for smaller values; the program keeps larger ones "
+                f"({sorted(functions & _COMPARE_UP)[0]})",
+            )
     read = {name.lower() for name in program.headers}
     # "the capital of kenya": a program that reads none of the columns the statement names (one
     # named column left unread is common and benign: "the total population of the countries")
     if cues.columns and not any(column in read for column, _ in cues.columns):
         column, words = cues.columns[0]
-        gaps.append(f"the statement names the column '{column}' ('{words}'); the program does not read it")
+        add("column", f"the statement names the column '{column}' ('{words}'); the program does not read it")
     for span, text in cues.numbers:  # a number the statement gives and the program never reads
         if span not in candidate.used:
-            gaps.append(f"the program does not use the number '{text}' of the statement")
+            add("number", f"the program does not use the number '{text}' of the statement")
     for span, words in cues.ordinals:
         if span not in candidate.used:
-            gaps.append(
+            add(
+                "ordinal",
                 f"the program does not use '{words}' (no nth_ function with that ordinal)"
                 if not functions & _NTH
-                else f"the program does not use the ordinal of '{words}'"
+                else f"the program does not use the ordinal of '{words}'",
             )
     if cues.sum_word and not functions & _ADDING:
         if cues.sum_word == "sum" or (cues.numeric_headers and not cues.counts):
             what = f"a sum of '{cues.numeric_headers[0]}'" if cues.numeric_headers else "a sum"
             does = "counts rows" if "count" in functions else "adds nothing up"
-            gaps.append(f"'{cues.sum_word}' asks for {what}; the program {does}")
+            add("sum", f"'{cues.sum_word}' asks for {what}; the program {does}")
     if cues.outcomes:
         literals = {text.lower().split()[0].strip(".,;:()") for text in program.literals if text.split()}
         for outcome, word, span in dict.fromkeys(cues.outcomes):
             if span is not None:  # the word names cells itself ("won" in a column of won/lost)
                 if span not in candidate.used:
-                    gaps.append(f"the program does not check '{word}', which names values of the table")
+                    add("outcome", f"the program does not check '{word}', which names values of the table")
                 continue
             columns = cues.outcome_columns.get(outcome, ())
             if columns and not literals & VERB_VALUES[outcome]:
-                gaps.append(f"'{word}' names a value of '{columns[0]}' (wins and losses); the program does "
-                            "not check it")  # fmt: skip
+                add(
+                    "outcome",
+                    f"'{word}' names a value of '{columns[0]}' (wins and losses); the program does "
+                    "not check it",
+                )
     return tuple(dict.fromkeys(gaps))
 
 

@@ -26,6 +26,7 @@ from tabverify.program.tree import Call
 from tabverify.program.triggers import TRIGGER_WORDS, active_families
 from tabverify.table import Table
 from tabverify.text.linking import Linking
+from tabverify.verify.coverage import kinded_gaps, statement_cues
 
 MODEL_FILE = "verdict_model.npz"
 _LIGHT_WORDS = frozenset("the a an be of in and for to at on with by that there have as".split())
@@ -131,7 +132,44 @@ def statement_features(
         numbers = {n.span for n in linking.numbers} - {c.span for c in linking.cells}
         if numbers:
             f["numbers_supported"] = len(supported & numbers) / len(numbers)
-    return _crossed(f, families)
+    f = _crossed(f, families)
+    f.update(_coverage_features(table, linking, candidates, probabilities))
+    return f
+
+
+def _coverage_features(
+    table: Table, linking: Linking, candidates: Sequence[Candidate], probabilities: np.ndarray
+) -> dict[str, float]:
+    """What the coverage check (:mod:`tabverify.verify.coverage`) says of the ranked programs:
+    the kinds of gap the top program has, the value and rank of the best-ranked program without
+    gaps, the probability mass of such programs and its True share, whether some covering program
+    is True and whether some is False (``c:none`` when no program covers the statement's words).
+    On two hold-outs of train tables these added 0.74 and 0.34 points (docs/benchmarks.md)."""
+    f: dict[str, float] = {}
+    cues = statement_cues(linking, table)
+    p = np.asarray(probabilities, dtype=float)
+    cover = np.zeros(len(candidates), dtype=bool)
+    for i, candidate in enumerate(candidates):
+        gaps = kinded_gaps(candidate, cues)
+        cover[i] = not gaps
+        if i == 0:
+            for kind, _ in gaps:
+                f[f"c:top_gap:{kind}"] = 1.0
+    true = np.array([bool(c.value) for c in candidates])
+    f["c:top_covers"] = float(cover[0])
+    if not cover.any():
+        f["c:none"] = 1.0
+        return f
+    first = int(np.argmax(cover))
+    mass = float(p[cover].sum())
+    f["c:first_value"] = float(true[first])
+    f["c:first_rank"] = min(first, 30) / 30
+    f["c:mass"] = mass
+    if mass > 0:
+        f["c:vote"] = float(p[cover & true].sum() / mass)
+    f["c:anyT"] = float((cover & true).any())
+    f["c:anyF"] = float((cover & ~true).any())
+    return f
 
 
 # summary features that mean different things for different kinds of statement
