@@ -219,8 +219,8 @@ def _outcome_columns(table: Table) -> dict[str, tuple[str, ...]]:
 
 
 GAP_KINDS = ("direction", "compare", "column", "number", "ordinal", "sum", "outcome")
-"""The kinds of coverage gap, in the order :func:`kinded_gaps` checks them: a superlative or
-comparison read in the wrong direction, a comparison the statement does not make, a named column
+"""The kinds of coverage gap :func:`kinded_gaps` names: a superlative or comparison read in the
+wrong direction, a comparison the statement does not make, a named column
 left unread (or another one ranked), a number or ordinal of the statement left unused, a sum not
 added up, an outcome verb not checked."""
 
