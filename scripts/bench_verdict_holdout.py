@@ -20,6 +20,19 @@ def main() -> None:
     )
     parser.add_argument("--data", required=True, help="TabFact release folder")
     parser.add_argument("--l2", type=float, nargs="+", required=True, help="L2 values to compare")
+    parser.add_argument(
+        "--ranker-tables",
+        type=int,
+        default=None,
+        help="train tables the ranker was trained on, skipped (default: half, as the shipped ranker)",
+    )
+    parser.add_argument(
+        "--ranker",
+        metavar="NPZ",
+        default=None,
+        help="the ranker that featurizes the statements (default: the shipped one, trained on the first "
+        "half); with --ranker-tables 3000, one from `tabverify train tabfact --no-cross-fit`",
+    )
     parser.add_argument("--tables", type=int, default=None, help="first N verdict tables (default: all)")
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
@@ -30,7 +43,15 @@ def main() -> None:
 
     print(
         json.dumps(
-            verdict_holdout(args.data, args.l2, tables=args.tables, jobs=args.jobs, progress=progress),
+            verdict_holdout(
+                args.data,
+                args.l2,
+                ranker_tables=args.ranker_tables,
+                ranker_path=args.ranker,
+                tables=args.tables,
+                jobs=args.jobs,
+                progress=progress,
+            ),
             indent=2,
         )
     )

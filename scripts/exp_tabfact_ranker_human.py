@@ -85,7 +85,13 @@ def main() -> None:
             path = Path(tmp) / f"ranker-{weight}.npz"
             Ranker(seed=0).fit(weak + outside * weight).save(path)
             report = tf.verdict_holdout(
-                args.data, [1e-4], tables=5000, jobs=args.jobs, ranker_path=str(path), progress=_progress
+                args.data,
+                [1e-4],
+                ranker_tables=3000,
+                tables=5000,
+                jobs=args.jobs,
+                ranker_path=str(path),
+                progress=_progress,
             )
             result[f"holdout, weight {weight}"] = report
             print(json.dumps(result), file=sys.stderr, flush=True)

@@ -163,12 +163,52 @@ def test_training_reads_only_the_train_split_and_produces_loadable_models(
 
 
 def test_training_splits_tables_between_ranker_and_verdict_model(release: Path) -> None:
-    # the verdict model is fitted on tables the ranker did not see: with every table given to
-    # the ranker, no statement is left for the verdict model and its vocabulary stays empty
-    _, model = train_models(release, ranker_tables=8, jobs=1)
+    # without cross-fitting the verdict model is fitted on tables the ranker did not see: with every
+    # table given to the ranker, no statement is left for the verdict model and its vocabulary stays empty
+    _, model = train_models(release, ranker_tables=8, jobs=1, cross_fit=False)
     assert model.vocabulary == {}
-    _, model = train_models(release, ranker_tables=4, jobs=1)
+    _, model = train_models(release, ranker_tables=4, jobs=1, cross_fit=False)
     assert model.vocabulary
+    with pytest.raises(TabverifyError, match="both sides: 8 for the ranker, 0 after them"):
+        train_models(release, ranker_tables=8, jobs=1, cross_fit=True)
+
+
+def test_cross_fitting_featurizes_every_table_with_a_ranker_that_did_not_train_on_it(
+    release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tabverify.bench import tabfact
+
+    events: list[tuple[str, str, int]] = []  # (what, table, ranker id) in the order they happen
+    groups, rows, fit = tabfact._ranker_groups, tabfact._verdict_rows, Ranker.fit
+
+    def record_groups(args):
+        events.append(("train", args[1], 0))
+        return groups(args)
+
+    def record_rows(args):
+        events.append(("featurize", args[1], id(tabfact._TRAIN["verifier"].ranker)))
+        return rows(args)
+
+    def record_fit(self, *args, **kwargs):
+        events.append(("fit", "", id(self)))
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(tabfact, "_ranker_groups", record_groups)
+    monkeypatch.setattr(tabfact, "_verdict_rows", record_rows)
+    monkeypatch.setattr(Ranker, "fit", record_fit)
+    ranker, model = train_models(release, jobs=1, cross_fit=True)
+    trained_on: dict[int, set[str]] = {}
+    pending: set[str] = set()
+    for what, table, ranker_id in events:
+        if what == "train":
+            pending.add(table)
+        elif what == "fit":
+            trained_on[ranker_id], pending = pending, set()
+    featurized = [(table, ranker_id) for what, table, ranker_id in events if what == "featurize"]
+    assert len(trained_on) == 2 and sorted(len(t) for t in trained_on.values()) == [4, 4]  # half each
+    assert sorted(table for table, _ in featurized) == sorted(set().union(*trained_on.values()))
+    assert all(table not in trained_on[ranker_id] for table, ranker_id in featurized)
+    assert id(ranker) in trained_on and model.vocabulary  # the returned ranker is one of the two
 
 
 def test_the_ranker_learns_the_human_programs_reading(release: Path) -> None:

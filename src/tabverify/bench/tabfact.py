@@ -457,65 +457,109 @@ def _shuffled_train_tables(
     return table_ids, by_table, captions
 
 
+def _train_ranker(
+    work: list[tuple[str, str, list[tuple[str, int]], str]],
+    human: list[tuple[str, str, list[tuple[str, str]]]],
+    human_weight: int,
+    jobs: int,
+    seed: int,
+    stage: str,
+    progress: Callable[[str, int, int], None] | None,
+) -> Ranker:
+    """A ranker fitted on the weak labels of ``work``'s statements and on the human programs of
+    ``human``, each counted ``human_weight`` times."""
+    groups = [g for result in _map(_ranker_groups, work, jobs, f"{stage}: search", progress) for g in result]
+    if human_weight and human:
+        groups += [
+            g
+            for result in _map(_human_groups, human, jobs, f"{stage}: human programs", progress)
+            for g in result
+        ] * human_weight
+    return Ranker(seed=seed).fit(
+        groups, lambda e, s, n: progress and s % 2000 == 0 and progress(f"{stage}: epoch {e + 1}", s, n)
+    )
+
+
+def _featurize(
+    ranker: Ranker,
+    work: list[tuple[str, str, list[tuple[str, int]], str]],
+    jobs: int,
+    stage: str,
+    progress: Callable[[str, int, int], None] | None,
+) -> list[tuple[dict[str, float], int]]:
+    """The verdict model's (features, label) rows of ``work``'s statements as ``ranker`` reads them."""
+    from tabverify.verify import TableVerifier
+    from tabverify.verify.decision import VerdictModel
+
+    _TRAIN["verifier"] = TableVerifier(ranker=ranker, model=VerdictModel())  # read by forked workers
+    return [r for result in _map(_verdict_rows, work, jobs, stage, progress) for r in result]
+
+
 def train_models(
     data_dir: str | Path,
-    ranker_tables: int = 3000,
+    ranker_tables: int | None = None,
     verdict_tables: int | None = None,
     jobs: int = 1,
     seed: int = 0,
     progress: Callable[[str, int, int], None] | None = None,
     human_weight: int = HUMAN_WEIGHT,
+    cross_fit: bool = True,
 ) -> tuple[Ranker, VerdictModel]:
     """Train the ranker (weak supervision) and then the verdict model (boosted trees, which need
-    scikit-learn: the ``lake`` or ``dev`` extra), on disjoint train tables.
+    scikit-learn: the ``lake`` or ``dev`` extra), so that no statement's verdict features come from a
+    ranker trained on its table.
 
-    Train tables are shuffled with ``seed``; the first ``ranker_tables`` train the ranker, the
-    next ``verdict_tables`` (default: all the rest) the verdict model, so the ranker's vote is not
-    judged on its own training data. The ranker also learns from the release's human-written
+    Train tables are shuffled with ``seed``; the first ``ranker_tables`` (fold A) train the ranker
+    that is returned, the next ``verdict_tables`` (fold B; default: all the rest) are featurized by
+    it for the verdict model. Without ``cross_fit`` the verdict model learns from fold B only
+    (``ranker_tables`` defaults to 3,000). With ``cross_fit`` a second ranker is trained on fold B
+    and featurizes fold A, so the verdict model learns from every train statement (``ranker_tables``
+    defaults to half the tables, so both rankers see as many tables and their readings are alike);
+    the second ranker is then dropped. The rankers also learn from the release's human-written
     programs on train tables (:func:`human_programs`; a different set of statements), each counted
-    ``human_weight`` times (0: weak supervision only). Only the train split is read (tests/bench checks this), and
-    nothing is written: save the models where you want them (``Ranker.save``,
+    ``human_weight`` times (0: weak supervision only). Only the train split is read (tests/bench
+    checks this), and nothing is written: save the models where you want them (``Ranker.save``,
     ``VerdictModel.save``; the CLI's ``train tabfact --out DIR``).
+
+    Raises:
+        TabverifyError: a negative count, ``jobs`` below 1, or (with ``cross_fit``) an empty fold.
     """
-    from tabverify.verify import TableVerifier
     from tabverify.verify.decision import VerdictModel
 
     check_counts(jobs=jobs)
-    if ranker_tables < 0 or (verdict_tables is not None and verdict_tables < 0) or human_weight < 0:
+    if (
+        (ranker_tables is not None and ranker_tables < 0)
+        or (verdict_tables is not None and verdict_tables < 0)
+        or human_weight < 0
+    ):
         raise TabverifyError("ranker_tables, verdict_tables and human_weight must not be negative")
     table_ids, by_table, captions = _shuffled_train_tables(data_dir, seed)
-    ranker_ids = table_ids[:ranker_tables]
-    verdict_ids = (
+    if ranker_tables is None:
+        used = len(table_ids) if verdict_tables is None else min(len(table_ids), 2 * verdict_tables)
+        ranker_tables = used // 2 if cross_fit else 3000
+    fold_a = table_ids[:ranker_tables]
+    fold_b = (
         table_ids[ranker_tables:]
         if verdict_tables is None
         else table_ids[ranker_tables : ranker_tables + verdict_tables]
     )
+    if cross_fit and not (fold_a and fold_b):
+        raise TabverifyError(
+            f"cross-fitting needs tables on both sides: {len(fold_a)} for the ranker, {len(fold_b)} after them"
+        )
 
     def work(ids: list[str]) -> list[tuple[str, str, list[tuple[str, int]], str]]:
         return [(str(data_dir), t, by_table[t], captions[t]) for t in ids]
 
-    groups = [
-        g
-        for result in _map(_ranker_groups, work(ranker_ids), jobs, "ranker: search", progress)
-        for g in result
-    ]
-    if human_weight:
-        humans = human_programs(data_dir, table_ids)
-        human = [(str(data_dir), t, humans[t]) for t in sorted(humans)]
-        groups += [
-            g
-            for result in _map(_human_groups, human, jobs, "ranker: human programs", progress)
-            for g in result
-        ] * human_weight
-    ranker = Ranker(seed=seed).fit(
-        groups, lambda e, s, n: progress and s % 2000 == 0 and progress(f"ranker: epoch {e + 1}", s, n)
-    )
-    _TRAIN["verifier"] = TableVerifier(ranker=ranker, model=VerdictModel())
-    rows = [
-        r
-        for result in _map(_verdict_rows, work(verdict_ids), jobs, "verdict: features", progress)
-        for r in result
-    ]
+    humans = human_programs(data_dir, table_ids) if human_weight else {}
+    human = [(str(data_dir), t, humans[t]) for t in sorted(humans)]
+    ranker = _train_ranker(work(fold_a), human, human_weight, jobs, seed, "ranker", progress)
+    rows = _featurize(ranker, work(fold_b), jobs, "verdict: features", progress)
+    if cross_fit:
+        second = _train_ranker(work(fold_b), human, human_weight, jobs, seed, "second ranker", progress)
+        rows += _featurize(second, work(fold_a), jobs, "verdict: features (second ranker)", progress)
+        del second
+    _TRAIN.pop("verifier", None)
     model = VerdictModel(boosted=True, seed=seed).fit(
         [r for r, _ in rows],
         [label for _, label in rows],
@@ -527,7 +571,7 @@ def train_models(
 def verdict_holdout(
     data_dir: str | Path,
     l2_values: Sequence[float],
-    ranker_tables: int = 3000,
+    ranker_tables: int | None = None,
     tables: int | None = None,
     holdout: float = 0.2,
     jobs: int = 1,
@@ -537,8 +581,9 @@ def verdict_holdout(
     boosted: bool = True,
 ) -> dict[str, object]:
     """Choose the verdict model's L2 on train tables only: accuracy of a model fitted on the verdict
-    tables of :func:`train_models` (the same ``seed`` shuffle, after the first ``ranker_tables``; the
-    first ``tables`` of them, default all) less a held-out ``holdout`` share of those tables, scored
+    tables of :func:`train_models` (the same ``seed`` shuffle, after the first ``ranker_tables``,
+    default half the tables as the shipped cross-fitted ranker has; the first ``tables`` of them,
+    default all) less a held-out ``holdout`` share of those tables, scored
     on the held-out tables, for each L2 (and, with ``boosted``, for the boosted trees of
     :data:`tabverify.verify.decision.BOOSTED`, under ``"boosted"``). The features come from the ranker at ``ranker_path`` (the
     shipped one by default, which :func:`train_models` trained on the first ``ranker_tables``).
@@ -553,7 +598,7 @@ def verdict_holdout(
     if not l2_values or not 0 < holdout < 1:
         raise TabverifyError("give at least one L2 value and a hold-out share between 0 and 1")
     table_ids, by_table, captions = _shuffled_train_tables(data_dir, seed)
-    verdict_ids = table_ids[ranker_tables:]
+    verdict_ids = table_ids[len(table_ids) // 2 if ranker_tables is None else ranker_tables :]
     if tables is not None:
         verdict_ids = verdict_ids[:tables]
     held = set(verdict_ids[: int(len(verdict_ids) * holdout)])

@@ -254,12 +254,29 @@ def train_tabfact(
         ),
     ],
     ranker_tables: Annotated[
-        int, typer.Option(metavar="N", help="Train tables for the program ranker")
-    ] = 3000,
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Train tables for the shipped program ranker [default: half of the tables with "
+            "--cross-fit, 3000 without]",
+            show_default=False,
+        ),
+    ] = None,
     verdict_tables: Annotated[
         int | None,
-        typer.Option(metavar="N", help="Further train tables for the verdict model [default: all the rest]"),
+        typer.Option(
+            metavar="N",
+            help="Further train tables, featurized by that ranker for the verdict model [default: all the rest]",
+        ),
     ] = None,
+    cross_fit: Annotated[
+        bool,
+        typer.Option(
+            "--cross-fit/--no-cross-fit",
+            help="Also train a second ranker on the further tables to featurize the ranker's own "
+            "tables, so the verdict model learns from every train statement (about 1.5x the time)",
+        ),
+    ] = True,
     jobs: Annotated[int, typer.Option(metavar="N", help="Worker processes")] = 1,
     seed: Annotated[
         int, typer.Option(metavar="N", help="Seed of the table shuffle and the ranker's SGD order")
@@ -313,6 +330,7 @@ def train_tabfact(
             jobs=jobs,
             seed=seed,
             progress=report,
+            cross_fit=cross_fit,
             **({} if human_weight is None else {"human_weight": human_weight}),
         )
     try:
@@ -351,6 +369,7 @@ TRAIN_EXAMPLES = """Examples:
 
 \b
   tabverify train tabfact --data ../shared/datasets/tabfact --out models/ --jobs 2
+  tabverify train tabfact --data DIR --out models/ --no-cross-fit --ranker-tables 3000
   make train   (the command that produced the shipped models: --out src/tabverify/models)
 """
 
