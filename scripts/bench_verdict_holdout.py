@@ -36,6 +36,10 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=None, help="first N verdict tables (default: all)")
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
+    if args.ranker_tables is not None and args.ranker is None:
+        parser.error(
+            "--ranker-tables needs --ranker: the shipped ranker trained on the first half of the tables"
+        )
 
     def progress(stage: str, done: int, total: int) -> None:
         if done % 500 == 0 or done == total:

@@ -163,23 +163,28 @@ def test_training_reads_only_the_train_split_and_produces_loadable_models(
 
 
 def test_training_splits_tables_between_ranker_and_verdict_model(release: Path) -> None:
-    # without cross-fitting the verdict model is fitted on tables the ranker did not see: with every
-    # table given to the ranker, no statement is left for the verdict model and its vocabulary stays empty
-    _, model = train_models(release, ranker_tables=8, jobs=1, cross_fit=False)
-    assert model.vocabulary == {}
+    # the verdict model is fitted on tables the ranker did not see: with every table given to the
+    # ranker no statement is left for it, which is refused before anything is trained, in both modes
     _, model = train_models(release, ranker_tables=4, jobs=1, cross_fit=False)
     assert model.vocabulary
-    with pytest.raises(TabverifyError, match="both sides: 8 for the ranker, 0 after them"):
-        train_models(release, ranker_tables=8, jobs=1, cross_fit=True)
+    for cross_fit in (False, True):
+        with pytest.raises(TabverifyError, match="both sides: 8 for the ranker, 0 after them"):
+            train_models(release, ranker_tables=8, jobs=1, cross_fit=cross_fit)
 
 
-def test_cross_fitting_featurizes_every_table_with_a_ranker_that_did_not_train_on_it(
+def test_cross_fitting_featurizes_every_table_with_a_ranker_that_did_not_train_on_its_weak_labels(
     release: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tabverify.bench import tabfact
+    from tabverify.verify.decision import VerdictModel
 
     events: list[tuple[str, str, int]] = []  # (what, table, ranker id) in the order they happen
     groups, rows, fit = tabfact._ranker_groups, tabfact._verdict_rows, Ranker.fit
+    verdict_fit, fitted_rows = VerdictModel.fit, []
+
+    def record_verdict_fit(self, features, labels, *args, **kwargs):
+        fitted_rows.append(len(features))
+        return verdict_fit(self, features, labels, *args, **kwargs)
 
     def record_groups(args):
         events.append(("train", args[1], 0))
@@ -196,6 +201,7 @@ def test_cross_fitting_featurizes_every_table_with_a_ranker_that_did_not_train_o
     monkeypatch.setattr(tabfact, "_ranker_groups", record_groups)
     monkeypatch.setattr(tabfact, "_verdict_rows", record_rows)
     monkeypatch.setattr(Ranker, "fit", record_fit)
+    monkeypatch.setattr(VerdictModel, "fit", record_verdict_fit)
     ranker, model = train_models(release, jobs=1, cross_fit=True)
     trained_on: dict[int, set[str]] = {}
     pending: set[str] = set()
@@ -208,7 +214,9 @@ def test_cross_fitting_featurizes_every_table_with_a_ranker_that_did_not_train_o
     assert len(trained_on) == 2 and sorted(len(t) for t in trained_on.values()) == [4, 4]  # half each
     assert sorted(table for table, _ in featurized) == sorted(set().union(*trained_on.values()))
     assert all(table not in trained_on[ranker_id] for table, ranker_id in featurized)
-    assert id(ranker) in trained_on and model.vocabulary  # the returned ranker is one of the two
+    shuffled, by_table, _ = tabfact._shuffled_train_tables(release, 0)
+    assert trained_on[id(ranker)] == set(shuffled[:4]) and model.vocabulary  # the shipped one: fold A
+    assert fitted_rows == [sum(len(by_table[t]) for t in shuffled)]  # both folds' statements, once each
 
 
 def test_the_ranker_learns_the_human_programs_reading(release: Path) -> None:
@@ -255,3 +263,6 @@ def test_verdict_holdout_scores_each_l2_on_held_out_train_tables_only(release: P
     assert all(0.0 <= a <= 1.0 for a in report["accuracy"].values())
     with pytest.raises(TabverifyError):
         verdict_holdout(release, [], jobs=1)
+    for bad in ({"ranker_tables": -1}, {"tables": 0}, {"ranker_tables": 8}, {"ranker_tables": 7}):
+        with pytest.raises(TabverifyError):  # nothing (or a single table) left to hold out and fit on
+            verdict_holdout(release, [1e-4], holdout=0.5, jobs=1, **bad)

@@ -507,22 +507,24 @@ def train_models(
 ) -> tuple[Ranker, VerdictModel]:
     """Train the ranker (weak supervision) and then the verdict model (boosted trees, which need
     scikit-learn: the ``lake`` or ``dev`` extra), so that no statement's verdict features come from a
-    ranker trained on its table.
+    ranker trained on its weak label.
 
     Train tables are shuffled with ``seed``; the first ``ranker_tables`` (fold A) train the ranker
     that is returned, the next ``verdict_tables`` (fold B; default: all the rest) are featurized by
     it for the verdict model. Without ``cross_fit`` the verdict model learns from fold B only
     (``ranker_tables`` defaults to 3,000). With ``cross_fit`` a second ranker is trained on fold B
     and featurizes fold A, so the verdict model learns from every train statement (``ranker_tables``
-    defaults to half the tables, so both rankers see as many tables and their readings are alike);
-    the second ranker is then dropped. The rankers also learn from the release's human-written
-    programs on train tables (:func:`human_programs`; a different set of statements), each counted
+    defaults to half the tables used - half of ``2 * verdict_tables`` when that is given - so both
+    rankers see as many tables and their readings are alike); the second ranker is then dropped.
+    Both rankers also learn from the release's human-written programs on all train tables
+    (:func:`human_programs`; other statements than the weak ones, so about 7% of the verdict rows
+    come from tables on which the featurizing ranker saw a human program), each counted
     ``human_weight`` times (0: weak supervision only). Only the train split is read (tests/bench
     checks this), and nothing is written: save the models where you want them (``Ranker.save``,
     ``VerdictModel.save``; the CLI's ``train tabfact --out DIR``).
 
     Raises:
-        TabverifyError: a negative count, ``jobs`` below 1, or (with ``cross_fit``) an empty fold.
+        TabverifyError: a negative count, ``jobs`` below 1, or an empty fold.
     """
     from tabverify.verify.decision import VerdictModel
 
@@ -543,9 +545,10 @@ def train_models(
         if verdict_tables is None
         else table_ids[ranker_tables : ranker_tables + verdict_tables]
     )
-    if cross_fit and not (fold_a and fold_b):
+    if not (fold_a and fold_b):
         raise TabverifyError(
-            f"cross-fitting needs tables on both sides: {len(fold_a)} for the ranker, {len(fold_b)} after them"
+            f"training needs tables on both sides: {len(fold_a)} for the ranker, {len(fold_b)} after "
+            f"them for the verdict model (of {len(table_ids)} train tables)"
         )
 
     def work(ids: list[str]) -> list[tuple[str, str, list[tuple[str, int]], str]]:
@@ -589,7 +592,8 @@ def verdict_holdout(
     shipped one by default, which :func:`train_models` trained on the first ``ranker_tables``).
 
     Raises:
-        TabverifyError: no L2 value, a hold-out share outside (0, 1), or ``jobs`` below 1.
+        TabverifyError: no L2 value, a hold-out share outside (0, 1), ``jobs`` below 1, a negative
+            ``ranker_tables``, ``tables`` below 1, or too few tables to hold some out.
     """
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import VerdictModel
@@ -597,11 +601,19 @@ def verdict_holdout(
     check_counts(jobs=jobs)
     if not l2_values or not 0 < holdout < 1:
         raise TabverifyError("give at least one L2 value and a hold-out share between 0 and 1")
+    if (ranker_tables is not None and ranker_tables < 0) or (tables is not None and tables < 1):
+        raise TabverifyError("ranker_tables must not be negative and tables must be at least 1")
     table_ids, by_table, captions = _shuffled_train_tables(data_dir, seed)
-    verdict_ids = table_ids[len(table_ids) // 2 if ranker_tables is None else ranker_tables :]
+    start = len(table_ids) // 2 if ranker_tables is None else ranker_tables
+    verdict_ids = table_ids[start:]
     if tables is not None:
         verdict_ids = verdict_ids[:tables]
     held = set(verdict_ids[: int(len(verdict_ids) * holdout)])
+    if not held or len(held) == len(verdict_ids):
+        raise TabverifyError(
+            f"{len(verdict_ids)} verdict tables after the ranker's {start}: "
+            "too few to hold some out and fit on the rest"
+        )
     _TRAIN["verifier"] = TableVerifier(ranker=ranker_path, model=VerdictModel())
     work = [(str(data_dir), t, by_table[t], captions[t]) for t in verdict_ids]
     results = _map(_verdict_rows, work, jobs, "verdict: features", progress)

@@ -257,8 +257,8 @@ def train_tabfact(
         int | None,
         typer.Option(
             metavar="N",
-            help="Train tables for the shipped program ranker [default: half of the tables with "
-            "--cross-fit, 3000 without]",
+            help="Train tables for the shipped program ranker [default: half of the tables used with "
+            "--cross-fit (of 2 x --verdict-tables when given), 3000 without]",
             show_default=False,
         ),
     ] = None,
@@ -303,6 +303,8 @@ def train_tabfact(
             fail(f"{option} {value}: train on at least 1 table")
     if human_weight is not None and human_weight < 0:
         fail(f"--human-weight {human_weight}: give 0 (weak supervision only) or more")
+    if seed < 0:
+        fail(f"--seed {seed}: give 0 or more")
     if human_weight != 0 and not (data / "bootstrap" / "bootstrap.json").is_file():
         out.print(
             text(
