@@ -271,3 +271,48 @@ def test_the_verdict_features_read_the_statements_words(election) -> None:
     assert words == {f"word:{t.stem}" for t in linking.tokens if t.text[0].isalpha()}  # no "1990", no ","
     # the shipped model was trained with them, and keeps the ones seen often enough
     assert any(k.startswith("word:") for k in VerdictModel.load().vocabulary)
+
+
+def test_feature_rows_hold_what_the_dicts_say() -> None:
+    from tabverify.verify.decision import FeatureRows
+
+    dicts = [{"a": 1.0, "b": 0.0, "c": 2.5}, {}, {"c": 0.0, "a": -1.0, "d": float("nan")}]
+    rows = FeatureRows(dicts[:1])
+    rows.extend(dicts[1:])
+    assert len(rows) == 3
+    # zero values do not count (as `if value` in a dict), NaN does; a feature only ever 0 is absent
+    assert rows.nonzero_counts() == {"a": 2, "c": 1, "d": 1}
+    columns = list(rows.columns({"c": 0, "a": 1}))
+    assert [r for r, _, _ in columns] == [0, 1, 2]
+    assert columns[0][1].tolist() == [1, 0] and columns[0][2].tolist() == [1.0, 2.5]  # the dict's order
+    assert columns[1][1].tolist() == [] and columns[2][1].tolist() == [0, 1]
+    assert columns[2][2].tolist() == [0.0, -1.0]
+    assert FeatureRows().nonzero_counts() == {}
+
+
+def test_the_verdict_models_matrices_are_the_dicts_values() -> None:
+    from collections import Counter
+
+    from tabverify.verify.decision import FeatureRows
+
+    rng = np.random.default_rng(1)
+    dicts = [
+        {f"f{j}": float(rng.integers(0, 3)) for j in rng.choice(40, size=8, replace=False)}
+        for _ in range(300)
+    ]
+    labels = [int(d.get("f1", 0) + d.get("f2", 0) > 1) for d in dicts]
+    model = VerdictModel(min_count=40).fit(dicts, labels)
+    counts = Counter(k for d in dicts for k, v in d.items() if v)
+    assert sorted(model.vocabulary) == sorted(k for k, n in counts.items() if n >= 40) != sorted(counts)
+    expected = np.zeros((len(dicts), len(model.vocabulary)))
+    for i, d in enumerate(dicts):
+        for k, v in d.items():
+            if k in model.vocabulary:
+                expected[i, model.vocabulary[k]] = v
+    rows = FeatureRows(dicts)
+    assert np.array_equal(model._dense(rows), expected)
+    indices, values, offsets = model._sparse(rows)
+    assert np.array_equal(np.diff(offsets), np.count_nonzero(expected, axis=1))
+    rebuilt = np.zeros_like(expected)
+    rebuilt[np.repeat(np.arange(len(dicts)), np.diff(offsets)), indices] = values
+    assert np.array_equal(rebuilt, expected)

@@ -23,7 +23,7 @@ from tabverify.text.linking import link
 from tabverify.verify.verdict import Label
 
 if TYPE_CHECKING:
-    from tabverify.verify.decision import VerdictModel
+    from tabverify.verify.decision import FeatureRows, VerdictModel
 
 log = logging.getLogger(__name__)
 
@@ -426,20 +426,23 @@ def _verdict_rows(args: tuple[str, str, list[tuple[str, int]], str]) -> list[tup
     return [(verifier.features(table, statement), label) for statement, label in statements]
 
 
-def _map(function, work: list, jobs: int, stage: str, progress) -> list:
-    results = []
+def _imap(function, work: list, jobs: int, stage: str, progress) -> Iterator:
+    """``function`` of each item of ``work`` in order, in ``jobs`` forked workers, as they come."""
     if jobs <= 1:
         for i, item in enumerate(work):
-            results.append(function(item))
+            yield function(item)
             if progress:
                 progress(stage, i + 1, len(work))
     else:
         with multiprocessing.get_context("fork").Pool(jobs, _quiet_worker) as pool:
             for i, result in enumerate(pool.imap(function, work, chunksize=8)):
-                results.append(result)
+                yield result
                 if progress:
                     progress(stage, i + 1, len(work))
-    return results
+
+
+def _map(function, work: list, jobs: int, stage: str, progress) -> list:
+    return list(_imap(function, work, jobs, stage, progress))
 
 
 def _shuffled_train_tables(
@@ -486,13 +489,19 @@ def _featurize(
     jobs: int,
     stage: str,
     progress: Callable[[str, int, int], None] | None,
-) -> list[tuple[dict[str, float], int]]:
-    """The verdict model's (features, label) rows of ``work``'s statements as ``ranker`` reads them."""
+    rows: FeatureRows,
+    labels: list[int],
+) -> None:
+    """Add the verdict model's features and labels of ``work``'s statements, as ``ranker`` reads
+    them, to ``rows`` and ``labels`` (compactly, table by table as the workers return them)."""
     from tabverify.verify import TableVerifier
     from tabverify.verify.decision import VerdictModel
 
     _TRAIN["verifier"] = TableVerifier(ranker=ranker, model=VerdictModel())  # read by forked workers
-    return [r for result in _map(_verdict_rows, work, jobs, stage, progress) for r in result]
+    for result in _imap(_verdict_rows, work, jobs, stage, progress):
+        for features, label in result:
+            rows.append(features)
+            labels.append(label)
 
 
 def train_models(
@@ -526,7 +535,7 @@ def train_models(
     Raises:
         TabverifyError: a negative count, ``jobs`` below 1, or an empty fold.
     """
-    from tabverify.verify.decision import VerdictModel
+    from tabverify.verify.decision import FeatureRows, VerdictModel
 
     check_counts(jobs=jobs)
     if (
@@ -557,16 +566,15 @@ def train_models(
     humans = human_programs(data_dir, table_ids) if human_weight else {}
     human = [(str(data_dir), t, humans[t]) for t in sorted(humans)]
     ranker = _train_ranker(work(fold_a), human, human_weight, jobs, seed, "ranker", progress)
-    rows = _featurize(ranker, work(fold_b), jobs, "verdict: features", progress)
+    rows, labels = FeatureRows(), []
+    _featurize(ranker, work(fold_b), jobs, "verdict: features", progress, rows, labels)
     if cross_fit:
         second = _train_ranker(work(fold_b), human, human_weight, jobs, seed, "second ranker", progress)
-        rows += _featurize(second, work(fold_a), jobs, "verdict: features (second ranker)", progress)
+        _featurize(second, work(fold_a), jobs, "verdict: features (second ranker)", progress, rows, labels)
         del second
     _TRAIN.pop("verifier", None)
     model = VerdictModel(boosted=True, seed=seed).fit(
-        [r for r, _ in rows],
-        [label for _, label in rows],
-        lambda s, n: progress and progress("verdict: fit", s, n),
+        rows, labels, lambda s, n: progress and progress("verdict: fit", s, n)
     )
     return ranker, model
 
