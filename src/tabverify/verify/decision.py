@@ -217,14 +217,14 @@ class FeatureRows:
     """Statements' feature dicts held compactly for training: one table of feature names and, per
     statement, an int32 array of name ids and a float64 array of values, in the dict's order. A
     full TabFact training holds 92,283 rows of about 300 features; as dicts (a string and a float
-    object each) that was gigabytes of the training's peak."""
+    object each) they took about 2.5 GB more at the training's peak (estimated from a smaller
+    training, whose peak fell 2.17 -> 1.86 GB)."""
 
     def __init__(self, rows: Iterable[dict[str, float]] = ()) -> None:
         self.names: dict[str, int] = {}
         self._ids: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
-        for row in rows:
-            self.append(row)
+        self.extend(rows)
 
     def append(self, row: dict[str, float]) -> None:
         """Add one statement's features."""
