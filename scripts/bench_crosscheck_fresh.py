@@ -8,7 +8,14 @@ pairs); the target papers hold 171 tables. This script checks every OTHER table 
 against source papers of the release: with ``--scope cited``, the sources the table itself cites
 (its ``list_citation_info``); with ``--scope paper``, every source the paper cites (an editor running
 the tool over a paper without saying which table cites what). The 66 annotated (table, source)
-pairs are left out. Nothing here is annotated, so the flags are read by a person:
+pairs are left out. With ``--scope sources`` the SOURCE papers' tables are the targets instead, each
+checked against every source paper of the release with a smaller arXiv id (one it could have
+copied from): a sample no rule was written after, as an editor would run the tool over a volume.
+``--scope uncited`` checks the target papers' tables (all of them) against every earlier source
+paper of the release that the paper does NOT cite: the same editor's run on the other papers.
+``--half A`` or ``B`` keeps the target papers whose id hashes (sha256, first byte even / odd) to
+that half, so rules can be read off one half and measured on the other.
+Nothing here is annotated, so the flags are read by a person:
 ``--judgements`` is a JSON object keyed ``"target/table/source/row,column"`` whose values are
 ``{"worth_a_look": bool, "why": str}``. The output counts flags, the tables they come from, and the
 precision over the judged flags, and lists the flags nobody has judged yet.
@@ -17,9 +24,11 @@ precision over the judged flags, and lists the flags nobody has judged yet.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from tabverify.bench.arxiveri import _grid, normalise_th, source_tables
@@ -28,7 +37,37 @@ from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
 
 
-def fresh_flags(root: Path, scope: str) -> tuple[dict[str, int], list[dict[str, object]]]:
+def _units(root: Path, scope: str) -> Iterator[tuple[str, int, dict[str, object], set[str]]]:
+    """(target id, table number, table entry, source ids to check it against) for each table."""
+    folder = "source_papers" if scope == "sources" else "target_papers"
+    for paper_path in sorted((root / folder).glob("*.json")):
+        target_id = paper_path.stem
+        paper = json.loads(paper_path.read_text(encoding="utf-8"))
+        title_to_id = paper.get("source_title_to_arxiv_id", {})
+        citation_to_title = paper.get("citation_info_to_title", {})
+        for number, entry in enumerate(paper["list_table_and_caption"], start=1):
+            if scope in ("sources", "uncited"):
+                earlier = {p.stem for p in (root / "source_papers").glob("*.json") if p.stem < target_id}
+                cited = earlier - set(title_to_id.values())  # a source paper cites nothing here
+            elif scope == "cited":
+                cited = {
+                    title_to_id.get(citation_to_title.get(c, "")) for c in entry.get("list_citation_info", [])
+                }
+            else:
+                cited = set(title_to_id.values())
+            yield target_id, number, entry, {
+                s for s in cited if s and (root / "source_papers" / f"{s}.json").exists()
+            }
+
+
+def half_of(paper_id: str) -> str:
+    """"A" or "B": the half a target paper falls in (first byte of sha256 of its id, even / odd)."""
+    return "AB"[hashlib.sha256(paper_id.encode()).digest()[0] % 2]
+
+
+def fresh_flags(
+    root: Path, scope: str, half: str | None = None
+) -> tuple[dict[str, int], list[dict[str, object]]]:
     """Counts (combinations checked, matched) and every flag of the non-annotated tables."""
     annotated: set[tuple[str, str, str]] = set()
     for path in (root / "ground_truth" / "table_match").glob("*/*.json"):
@@ -36,58 +75,49 @@ def fresh_flags(root: Path, scope: str) -> tuple[dict[str, int], list[dict[str, 
         annotated.add((path.parent.name, normalise_th(truth["target_table"]), path.stem))
     cache: dict[str, list[Grid]] = {}  # each source paper read once
     counts, flags = Counter[str](), []
-    for paper_path in sorted((root / "target_papers").glob("*.json")):
-        target_id = paper_path.stem
-        paper = json.loads(paper_path.read_text(encoding="utf-8"))
-        title_to_id = paper.get("source_title_to_arxiv_id", {})
-        citation_to_title = paper.get("citation_info_to_title", {})
-        for number, entry in enumerate(paper["list_table_and_caption"], start=1):
-            if scope == "cited":
-                cited = {
-                    title_to_id.get(citation_to_title.get(c, "")) for c in entry.get("list_citation_info", [])
-                }
-            else:
-                cited = set(title_to_id.values())
-            cited = {s for s in cited if s and (root / "source_papers" / f"{s}.json").exists()}
-            for source_id in sorted(cited):
-                if (target_id, normalise_th(entry["table"]), source_id) in annotated:
-                    continue
-                try:
-                    target = _grid(entry["table"], entry["caption"], f"{target_id} table {number}")
-                    if source_id not in cache:
-                        cache[source_id] = source_tables(root, source_id)[0]
-                    report = crosscheck(target, cache[source_id])
-                except TabverifyError:
-                    continue  # a figure, or a table the reader refuses
-                counts["checked"] += 1
-                counts["matched"] += report.source_index is not None
-                for d in report.discrepancies:
-                    flags.append(
-                        {
-                            "key": f"{target_id}/{number}/{source_id}/{d.target[0]},{d.target[1]}",
-                            "source_table": (report.source_index or 0) + 1,
-                            "row": target.row_label(d.target[0]),
-                            "column": target.column_label(d.target[1]),
-                            "target_text": d.target_text,
-                            "source_text": d.source_text,
-                            "kind": str(d.kind),
-                            "evidence": d.evidence,
-                        }
-                    )
+    for target_id, number, entry, cited in _units(root, scope):
+        if half and half_of(target_id) != half:
+            continue
+        for source_id in sorted(cited):
+            if (target_id, normalise_th(str(entry["table"])), source_id) in annotated:
+                continue
+            try:
+                target = _grid(str(entry["table"]), str(entry["caption"]), f"{target_id} table {number}")
+                if source_id not in cache:
+                    cache[source_id] = source_tables(root, source_id)[0]
+                report = crosscheck(target, cache[source_id])
+            except TabverifyError:
+                continue  # a figure, or a table the reader refuses
+            counts["checked"] += 1
+            counts["matched"] += report.source_index is not None
+            for d in report.discrepancies:
+                flags.append(
+                    {
+                        "key": f"{target_id}/{number}/{source_id}/{d.target[0]},{d.target[1]}",
+                        "source_table": (report.source_index or 0) + 1,
+                        "row": target.row_label(d.target[0]),
+                        "column": target.column_label(d.target[1]),
+                        "target_text": d.target_text,
+                        "source_text": d.source_text,
+                        "kind": str(d.kind),
+                        "evidence": d.evidence,
+                    }
+                )
     return dict(counts), flags
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, type=Path, help="arXiVeri release folder")
-    parser.add_argument("--scope", choices=("cited", "paper"), default="paper")
+    parser.add_argument("--scope", choices=("cited", "paper", "sources", "uncited"), default="paper")
+    parser.add_argument("--half", choices=("A", "B"), help="only the target papers of this half")
     parser.add_argument("--judgements", type=Path, help="hand judgements (JSON, see the docstring)")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
     args = parser.parse_args()
     if not (args.data / "target_papers").is_dir():
         print(f"{args.data}: no target_papers/ folder (the arXiVeri release layout)", file=sys.stderr)
         return 2
-    counts, flags = fresh_flags(args.data, args.scope)
+    counts, flags = fresh_flags(args.data, args.scope, args.half)
     judgements = json.loads(args.judgements.read_text(encoding="utf-8")) if args.judgements else {}
     judged = [f for f in flags if f["key"] in judgements]
     good = sum(bool(judgements[f["key"]]["worth_a_look"]) for f in judged)
@@ -96,6 +126,7 @@ def main() -> int:
     tables = Counter(str(f["key"]).rsplit("/", 1)[0] for f in flags)
     result = {
         "scope": args.scope,
+        "half": args.half,
         **counts,
         "flags": len(flags),
         "tables_with_flags": len(tables),
