@@ -55,13 +55,16 @@ def _units(root: Path, scope: str) -> Iterator[tuple[str, int, dict[str, object]
                 }
             else:
                 cited = set(title_to_id.values())
-            yield target_id, number, entry, {
-                s for s in cited if s and (root / "source_papers" / f"{s}.json").exists()
-            }
+            yield (
+                target_id,
+                number,
+                entry,
+                {s for s in cited if s and (root / "source_papers" / f"{s}.json").exists()},
+            )
 
 
 def half_of(paper_id: str) -> str:
-    """"A" or "B": the half a target paper falls in (first byte of sha256 of its id, even / odd)."""
+    """The half ("A" or "B") a target paper falls in (first byte of sha256 of its id, even / odd)."""
     return "AB"[hashlib.sha256(paper_id.encode()).digest()[0] % 2]
 
 
