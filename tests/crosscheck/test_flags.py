@@ -337,3 +337,34 @@ def test_a_header_flag_reads_the_column_s_own_header_not_the_group_above(tmp_pat
         write(tmp_path, "target.html", target, header_rows=2), write(tmp_path, "source.html", source)
     )
     assert [d.kind for d in report.discrepancies] == [DiscrepancyKind.HEADER]
+
+
+def test_a_table_whose_rows_all_bear_other_names_shares_values_by_chance(tmp_path: Path) -> None:
+    """Rows tied to the source only by their values, every one named otherwise than its source row
+    ("MoCo v2" against "ResNet-50"), are another paper's methods that share numbers by chance: no
+    cell of such an alignment is judged. One row named like its source row anchors the copy; so
+    does a row named by its authors, which no word test can compare with a method's name."""
+    others = ["MoCo v2", "InfoMin", "PixPro", "BYOL", "SimCLR"]
+    target = copy((2, 1, "78.01"))
+    for i, name in enumerate(others, start=1):
+        target[i][0] = name
+
+    def flagged(rows: list[list[str]]) -> list[tuple[int, int]]:
+        report = crosscheck(
+            write(tmp_path, "target.html", rows), write(tmp_path, "source.html", SOURCE), model=None
+        )
+        assert report.source_index == 0
+        return [d.target for d in report.discrepancies]
+
+    assert flagged(target) == []
+    target[4][0] = "Swin-T [23]"
+    assert flagged(target) == [(2, 1)]
+    target[4][0] = "Liu et al."
+    assert flagged(target) == [(2, 1)]
+    # a header flag needs the anchor too
+    swapped = [list(row) for row in target]
+    swapped[0][1], swapped[0][2] = "Top-5", "Top-1"
+    swapped[4][0] = "SimCLR"
+    assert flagged(swapped) == []
+    swapped[4][0] = "Swin-T"
+    assert {d for d in flagged(swapped) if d[0] == 0}

@@ -5,7 +5,8 @@ alignment) but whose value does not agree with it. Only cells whose meaning is e
 judged (:func:`judged_cells`): rows tied to a source row by at least two agreeing result cells (or
 by one value specific on both sides under the same name), named like it and not marked by the target as its own, reproduced or re-implemented results;
 columns whose headers agree. Rows and columns whose cells disagree more often than they agree hold
-another experiment, and raise none. A discrepancy is classified by what most likely happened:
+another experiment, and raise none; nor does an alignment in which no tied row is named like its
+source row (:func:`_anchored`: a table sharing values by chance). A discrepancy is classified by what most likely happened:
 
 - ``rounding``: close to the source value but not its correct rounding (0.354 for 0.3546);
 - ``scale``: off by a power of ten (6.84 for 68.4); the percent/fraction factor 100 counts only
@@ -402,6 +403,32 @@ def _mostly_copied_columns(found: list[Discrepancy], agreeing: Counter[int]) -> 
     return [d for d in found if wrong[d.target[1]] < 2 or wrong[d.target[1]] <= agreeing[d.target[1]]]
 
 
+_BY_AUTHORS = re.compile(r"\bet\s*al\b", re.IGNORECASE)
+
+
+def _anchored(target: Grid, source: Grid, alignment: Alignment, ties: Counter[int]) -> bool:
+    """Some tied target row is named like the source row it is tied to (:func:`_may_name`). A
+    copied table repeats at least one method's name with its numbers; an alignment of values alone,
+    every row named otherwise than its source row ("PVTv1-Medium" against "MoCo v2"), is a table
+    that shares a few numbers by chance, and its differences are not copying errors."""
+    return any(
+        _may_name(target.row_label(row), _source_label(source, alignment.rows[row], 0, alignment.transposed))
+        for row in ties
+        if row in alignment.rows
+    )
+
+
+def _may_name(target_label: str, source_label: str) -> bool:
+    """Two row labels that may name one method: the same name (:func:`same_name`), a shared word
+    that is not a number ("iCAN gao2018ican" / "iCAN [5] COCO R50 A+S"), or a target row named by
+    its authors ("Chen et al.": the source may name the method instead, which no word test checks)."""
+    return (
+        same_name(target_label, source_label)
+        or any(not w.isdigit() for w in label_words(target_label) & label_words(source_label))
+        or _BY_AUTHORS.search(target_label) is not None
+    )
+
+
 def judged_cells(
     target: Grid, source: Grid, alignment: Alignment
 ) -> tuple[set[int], set[int], set[Position]]:
@@ -567,12 +594,15 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     Only cells of judged rows and columns are checked (:func:`judged_cells`): a row tied to its source
     row by at least two agreeing result cells (or one specific value under the same name), named like
     it, not marked as the target's own; a
-    column whose header agrees. A number agreeing only through the factor 100 where the rest of its
-    column agrees without it is a scale slip. Values that merely coincide with another table's
-    therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
+    column whose header agrees. Nothing is judged, header flags included, when no tied row is named
+    like its source row (:func:`_anchored`). A number agreeing only through the factor 100 where the
+    rest of its column agrees without it is a scale slip. Values that merely coincide with another
+    table's therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
     """
     rows, columns, own_cells = judged_cells(target, source, alignment)
     ties, _ = _ties(target, source, alignment, own_cells)
+    if not _anchored(target, source, alignment, ties):
+        return []  # no row named like its source row: no cell, no header is judged
     slips = _scale_slips(alignment)
     slip_targets = {p.target for p in slips}
     paired = {p.target for p in alignment.pairs} - slip_targets
