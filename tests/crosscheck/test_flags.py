@@ -368,3 +368,44 @@ def test_a_table_whose_rows_all_bear_other_names_shares_values_by_chance(tmp_pat
     assert flagged(swapped) == []
     swapped[4][0] = "Swin-T"
     assert {d for d in flagged(swapped) if d[0] == 0}
+
+
+def test_the_anchor_is_a_row_whose_cells_are_judged(tmp_path: Path) -> None:
+    """A row named like its source row anchors the copy only when it is tied well enough to be
+    judged itself: "ResNet-18" sharing one value with "ResNet-50" is no anchor for rows that all
+    bear other names."""
+    target = copy((3, 1, "79.58"))
+    for i, name in enumerate(["ResNet-18", "InfoMin", "PixPro", "BYOL", "SimCLR"], start=1):
+        target[i][0] = name
+    target[1][2:] = ["", "", ""]  # "ResNet-18" keeps one shared value
+    report = crosscheck(
+        write(tmp_path, "target.html", target), write(tmp_path, "source.html", SOURCE), model=None
+    )
+    assert report.source_index == 0 and report.discrepancies == ()
+    target[1][2] = "92.86"  # two agreeing results: judged, and named like "ResNet-50"
+    report = crosscheck(
+        write(tmp_path, "target.html", target), write(tmp_path, "source.html", SOURCE), model=None
+    )
+    assert [d.target for d in report.discrepancies] == [(3, 1)]
+
+
+def test_a_row_tied_only_by_its_size_and_cost_keeps_only_near_misses(tmp_path: Path) -> None:
+    """Parameters and FLOPs agreeing say the architecture is the same, not the experiment: a
+    result far from the source's is another training run, a near miss is still a slip."""
+    target = copy((1, 1, "79.02"), (1, 2, ""))  # ResNet-50 retrained with another recipe
+    assert check(tmp_path, target) == {}
+    target = copy((1, 1, "76.31"), (1, 2, ""))  # two digits swapped: a slip whatever the tie
+    assert {p: d.kind for p, d in check(tmp_path, target).items()} == {(1, 1): DiscrepancyKind.TRANSPOSITION}
+    target = copy((1, 1, "79.02"))  # Top-5 agrees too: the same experiment, a wrong Top-1
+    assert list(check(tmp_path, target)) == [(1, 1)]
+
+
+def test_no_header_flag_when_the_source_headers_overhang_its_body(tmp_path: Path) -> None:
+    """A source whose header row has a headed column with nothing under it has its headers shifted
+    against its body (an extra header cell), so its headers cannot prove a header swap."""
+    target = copy()
+    target[0][1], target[0][2] = "Top-5", "Top-1"
+    assert {d.kind for d in check(tmp_path, target).values()} == {DiscrepancyKind.HEADER}
+    source = [row + [""] for row in SOURCE]
+    source[0][-1] = "FPS"
+    assert check(tmp_path, target, source=source) == {}

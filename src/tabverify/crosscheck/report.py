@@ -403,10 +403,44 @@ def _mostly_copied_columns(found: list[Discrepancy], agreeing: Counter[int]) -> 
     return [d for d in found if wrong[d.target[1]] < 2 or wrong[d.target[1]] <= agreeing[d.target[1]]]
 
 
+# header words of columns that describe a model or its set-up (its size, cost, input and schedule)
+# rather than an outcome: two rows agreeing only there are the same architecture, maybe not the
+# same experiment
+_SETUP_WORDS = frozenset(
+    "param params parameter parameters flops gflops tflops mflops macs gmacs madds throughput fps "
+    "latency memory size resolution epoch epochs batch steps iterations iters".split()
+)
+_SETUP_MARK = re.compile(r"#\s*p\b", re.IGNORECASE)  # "#P (M)": the parameter count
+
+
+def _is_setup_column(label: str) -> bool:
+    """A column whose header names the model's size or cost, its input or its schedule ("#Params",
+    "GFLOPs", "Image Size", "Epochs") rather than a result."""
+    return bool(label_words(label) & _SETUP_WORDS) or _SETUP_MARK.search(label) is not None
+
+
+def _setup_only(
+    found: list[Discrepancy], target: Grid, alignment: Alignment, own_cells: set[Position]
+) -> list[Discrepancy]:
+    """Drops the ``different`` discrepancies of rows tied to their source row only through set-up
+    columns (:func:`_is_setup_column`). Two rows agreeing in parameters and FLOPs are the same
+    architecture; a result far from the source's is then most likely another training run (a paper
+    retraining a baseline with its own recipe), while a near miss - one digit, a rounding, a value
+    of the next row - is still a slip worth a look."""
+    setup = {c for c in range(target.n_columns) if _is_setup_column(target.column_label(c))}
+    numbers = target.data_measurements
+    by_row: dict[int, set[bool]] = defaultdict(set)
+    for p in alignment.pairs:
+        if p.target not in own_cells and is_result(numbers[p.target]):
+            by_row[p.target[0]].add(p.target[1] in setup)
+    weak = {row for row, kinds in by_row.items() if kinds == {True}}
+    return [d for d in found if not (d.kind is DiscrepancyKind.DIFFERENT and d.target[0] in weak)]
+
+
 _BY_AUTHORS = re.compile(r"\bet\s*al\b", re.IGNORECASE)
 
 
-def _anchored(target: Grid, source: Grid, alignment: Alignment, ties: Counter[int]) -> bool:
+def _anchored(target: Grid, source: Grid, alignment: Alignment, ties: Counter[int] | set[int]) -> bool:
     """Some tied target row is named like the source row it is tied to (:func:`_may_name`). A
     copied table repeats at least one method's name with its numbers; an alignment of values alone,
     every row named otherwise than its source row ("PVTv1-Medium" against "MoCo v2"), is a table
@@ -601,7 +635,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     """
     rows, columns, own_cells = judged_cells(target, source, alignment)
     ties, _ = _ties(target, source, alignment, own_cells)
-    if not _anchored(target, source, alignment, ties):
+    if not _anchored(target, source, alignment, rows):
         return []  # no row named like its source row: no cell, no header is judged
     slips = _scale_slips(alignment)
     slip_targets = {p.target for p in slips}
@@ -625,6 +659,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     found = _mostly_copied_columns(
         found, Counter(p.target[1] for p in alignment.pairs if p not in slips and p.target[0] in rows)
     )
+    found = _setup_only(found, target, alignment, own_cells)
     found = _mark_permutations(found)
     found.extend(_header_swaps(target, source, alignment))
     return found
@@ -659,12 +694,27 @@ def _mark_permutations(found: list[Discrepancy]) -> list[Discrepancy]:
     return result
 
 
+def _header_overhangs(grid: Grid) -> bool:
+    """A headed column with no text in any body row: the header row does not line up with the body
+    (an extra header cell, "val | test" over one column, shifts every header after it), so the
+    source's headers cannot say which column is which."""
+    body = range(grid.header_row_count, grid.n_rows)
+    return (
+        grid.header_row_count > 0
+        and len(body) > 0
+        and any(
+            grid.column_label(c).strip() and not any(grid.text(r, c).strip() for r in body)
+            for c in range(grid.n_columns)
+        )
+    )
+
+
 def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Discrepancy]:
     """Columns whose numbers match one source column while their header names another one: another
     source header whose words all appear in the target column's own header (its lowest header
     cell, when that has words: a group header above, "Mask R-CNN 1x", does not name the metric
     "AP^mask") fits it better than the matched one."""
-    if alignment.transposed or target.header_row_count == 0:
+    if alignment.transposed or target.header_row_count == 0 or _header_overhangs(source):
         return []
     counts = Counter(p.target[1] for p in alignment.pairs)
     source_labels = {j: label_words(source.column_label(j)) for j in range(source.n_columns)}
