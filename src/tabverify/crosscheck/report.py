@@ -5,8 +5,10 @@ alignment) but whose value does not agree with it. Only cells whose meaning is e
 judged (:func:`judged_cells`): rows tied to a source row by at least two agreeing result cells (or
 by one value specific on both sides under the same name), named like it and not marked by the target as its own, reproduced or re-implemented results;
 columns whose headers agree. Rows and columns whose cells disagree more often than they agree hold
-another experiment, and raise none; nor does an alignment in which no tied row is named like its
-source row (:func:`_anchored`: a table sharing values by chance). A discrepancy is classified by what most likely happened:
+another experiment, and raise none; nor does an alignment in which no judged row is named like its
+source row (:func:`_anchored`: a table sharing values by chance), nor a value far from the source's
+in a row tied only through size and cost columns (:func:`_setup_only`: a retrained baseline). A
+discrepancy is classified by what most likely happened:
 
 - ``rounding``: close to the source value but not its correct rounding (0.354 for 0.3546);
 - ``scale``: off by a power of ten (6.84 for 68.4); the percent/fraction factor 100 counts only
@@ -440,14 +442,14 @@ def _setup_only(
 _BY_AUTHORS = re.compile(r"\bet\s*al\b", re.IGNORECASE)
 
 
-def _anchored(target: Grid, source: Grid, alignment: Alignment, ties: Counter[int] | set[int]) -> bool:
-    """Some tied target row is named like the source row it is tied to (:func:`_may_name`). A
-    copied table repeats at least one method's name with its numbers; an alignment of values alone,
+def _anchored(target: Grid, source: Grid, alignment: Alignment, rows: set[int]) -> bool:
+    """Some judged target row (``rows``, :func:`judged_cells`) is named like the source row it is
+    tied to (:func:`_may_name`). A copied table repeats at least one method's name with its numbers; an alignment of values alone,
     every row named otherwise than its source row ("PVTv1-Medium" against "MoCo v2"), is a table
     that shares a few numbers by chance, and its differences are not copying errors."""
     return any(
         _may_name(target.row_label(row), _source_label(source, alignment.rows[row], 0, alignment.transposed))
-        for row in ties
+        for row in rows
         if row in alignment.rows
     )
 
@@ -628,7 +630,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     Only cells of judged rows and columns are checked (:func:`judged_cells`): a row tied to its source
     row by at least two agreeing result cells (or one specific value under the same name), named like
     it, not marked as the target's own; a
-    column whose header agrees. Nothing is judged, header flags included, when no tied row is named
+    column whose header agrees. Nothing is judged, header flags included, when no judged row is named
     like its source row (:func:`_anchored`). A number agreeing only through the factor 100 where the
     rest of its column agrees without it is a scale slip. Values that merely coincide with another
     table's therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
