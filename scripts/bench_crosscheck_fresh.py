@@ -63,6 +63,15 @@ def _units(root: Path, scope: str) -> Iterator[tuple[str, int, dict[str, object]
             )
 
 
+def annotated_keys(root: Path) -> set[tuple[str, str, str]]:
+    """(target id, normalised target table HTML, source id) of every annotated pair."""
+    annotated = set()
+    for path in (root / "ground_truth" / "table_match").glob("*/*.json"):
+        truth = json.loads(path.read_text(encoding="utf-8"))
+        annotated.add((path.parent.name, normalise_th(truth["target_table"]), path.stem))
+    return annotated
+
+
 def half_of(paper_id: str) -> str:
     """The half ("A" or "B") a target paper falls in (first byte of sha256 of its id, even / odd)."""
     return "AB"[hashlib.sha256(paper_id.encode()).digest()[0] % 2]
@@ -72,10 +81,7 @@ def fresh_flags(
     root: Path, scope: str, half: str | None = None
 ) -> tuple[dict[str, int], list[dict[str, object]]]:
     """Counts (combinations checked, matched) and every flag of the non-annotated tables."""
-    annotated: set[tuple[str, str, str]] = set()
-    for path in (root / "ground_truth" / "table_match").glob("*/*.json"):
-        truth = json.loads(path.read_text(encoding="utf-8"))
-        annotated.add((path.parent.name, normalise_th(truth["target_table"]), path.stem))
+    annotated = annotated_keys(root)
     cache: dict[str, list[Grid]] = {}  # each source paper read once
     counts, flags = Counter[str](), []
     for target_id, number, entry, cited in _units(root, scope):

@@ -1,0 +1,74 @@
+"""Table matching on combinations no dev item covers, against blind hand labels.
+
+    python scripts/bench_crosscheck_match_fresh.py --data ../shared/datasets/arxiveri \\
+        --labels scripts/crosscheck_match_labels.json
+
+The labels (``scripts/crosscheck_match_labels.json``) cover the 75 non-annotated combinations of
+``bench_crosscheck_fresh.py --scope cited``: each target table against each source paper it cites.
+They were made by a reader who did not see the tool's answers, following the annotators' convention
+(learned from the development pairs): ``{"table": 1-based source table or null, "confidence":
+"high"|"medium"|"low", "why": ...}``. The output is the share of combinations where the tool picks
+the labelled table (or "no match"), overall and on the high-confidence labels, and the disagreements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bench_crosscheck_fresh import _units, annotated_keys  # noqa: I001
+
+from tabverify.bench.arxiveri import _grid, normalise_th, source_tables
+from tabverify.crosscheck import crosscheck
+from tabverify.errors import TabverifyError
+from tabverify.table.grid import Grid
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, type=Path, help="arXiVeri release folder")
+    parser.add_argument("--labels", required=True, type=Path, help="hand labels (JSON, see the docstring)")
+    args = parser.parse_args()
+    if not (args.data / "target_papers").is_dir():
+        print(f"{args.data}: no target_papers/ folder (the arXiVeri release layout)", file=sys.stderr)
+        return 2
+    labels = json.loads(args.labels.read_text(encoding="utf-8"))
+    annotated = annotated_keys(args.data)
+    cache: dict[str, list[Grid]] = {}
+    answers: dict[str, int | None] = {}
+    for target_id, number, entry, cited in _units(args.data, "cited"):
+        for source_id in sorted(cited):
+            if (target_id, normalise_th(str(entry["table"])), source_id) in annotated:
+                continue
+            key = f"{target_id}/{number}/{source_id}"
+            try:
+                target = _grid(str(entry["table"]), str(entry["caption"]), key)
+                if source_id not in cache:
+                    cache[source_id] = source_tables(args.data, source_id)[0]
+                report = crosscheck(target, cache[source_id])
+            except TabverifyError:
+                continue
+            answers[key] = None if report.source_index is None else report.source_index + 1
+    keys = [k for k in labels if k in answers]
+    high = [k for k in keys if labels[k]["confidence"] == "high"]
+    right = [k for k in keys if answers[k] == labels[k]["table"]]
+    result = {
+        "labelled": len(labels),
+        "checked": len(keys),
+        "table_match_accuracy": round(len(right) / len(keys), 3) if keys else None,
+        "high_confidence": len(high),
+        "high_confidence_accuracy": round(sum(k in right for k in high) / len(high), 3) if high else None,
+        "disagreements": [
+            {"key": k, "label": labels[k]["table"], "tool": answers[k], "confidence": labels[k]["confidence"]}
+            for k in keys
+            if k not in right
+        ],
+    }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
