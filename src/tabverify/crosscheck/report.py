@@ -444,9 +444,10 @@ _BY_AUTHORS = re.compile(r"\bet\s*al\b", re.IGNORECASE)
 
 def _anchored(target: Grid, source: Grid, alignment: Alignment, rows: set[int]) -> bool:
     """Some judged target row (``rows``, :func:`judged_cells`) is named like the source row it is
-    tied to (:func:`_may_name`). A copied table repeats at least one method's name with its numbers; an alignment of values alone,
-    every row named otherwise than its source row ("PVTv1-Medium" against "MoCo v2"), is a table
-    that shares a few numbers by chance, and its differences are not copying errors."""
+    tied to (:func:`_may_name`). A copied table repeats at least one method's name with its
+    numbers; an alignment of values alone, every row named otherwise than its source row
+    ("PVTv1-Medium" against "MoCo v2"), is a table that shares a few numbers by chance, and its
+    differences are not copying errors."""
     return any(
         _may_name(target.row_label(row), _source_label(source, alignment.rows[row], 0, alignment.transposed))
         for row in rows
