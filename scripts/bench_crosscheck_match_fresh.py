@@ -34,7 +34,15 @@ def main() -> int:
     if not (args.data / "target_papers").is_dir():
         print(f"{args.data}: no target_papers/ folder (the arXiVeri release layout)", file=sys.stderr)
         return 2
-    labels = json.loads(args.labels.read_text(encoding="utf-8"))
+    try:
+        labels = json.loads(args.labels.read_text(encoding="utf-8"))
+        if not isinstance(labels, dict) or not all(
+            isinstance(v, dict) and "table" in v for v in labels.values()
+        ):
+            raise ValueError("expected an object of {key: {table, confidence, why}}")
+    except (OSError, ValueError) as exc:
+        print(f"{args.labels}: cannot read the labels ({exc})", file=sys.stderr)
+        return 2
     annotated = annotated_keys(args.data)
     cache: dict[str, list[Grid]] = {}
     answers: dict[str, int | None] = {}
@@ -52,7 +60,7 @@ def main() -> int:
                 continue
             answers[key] = None if report.source_index is None else report.source_index + 1
     keys = [k for k in labels if k in answers]
-    high = [k for k in keys if labels[k]["confidence"] == "high"]
+    high = [k for k in keys if labels[k].get("confidence") == "high"]
     right = [k for k in keys if answers[k] == labels[k]["table"]]
     result = {
         "labelled": len(labels),
@@ -61,7 +69,12 @@ def main() -> int:
         "high_confidence": len(high),
         "high_confidence_accuracy": round(sum(k in right for k in high) / len(high), 3) if high else None,
         "disagreements": [
-            {"key": k, "label": labels[k]["table"], "tool": answers[k], "confidence": labels[k]["confidence"]}
+            {
+                "key": k,
+                "label": labels[k]["table"],
+                "tool": answers[k],
+                "confidence": labels[k].get("confidence"),
+            }
             for k in keys
             if k not in right
         ],
