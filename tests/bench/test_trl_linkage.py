@@ -16,8 +16,9 @@ from tabverify.bench.trl.linkage import cosine_threshold, find_datasets, load_da
 from tabverify.errors import DatasetError, ModelError
 from tabverify.lake.encoders import TableEmbedding, normalize_rows, row_text
 from tabverify.table.model import Table
+from tests.conftest import SHARED, needs_dataset
 
-SHARED_EM = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "entity-matching"
+SHARED_EM = SHARED / "entity-matching"
 
 
 @pytest.fixture(autouse=True)
@@ -236,6 +237,7 @@ def test_unknown_pair_features_and_no_seeds(em: Path) -> None:
 
 
 @pytest.mark.data
+@needs_dataset(SHARED_EM)
 def test_the_deepmatcher_datasets_here() -> None:
     folders, skipped = find_datasets(SHARED_EM)
     assert len(folders) == 12
