@@ -2,13 +2,23 @@
 
     python scripts/bench_crosscheck_match_fresh.py --data ../shared/datasets/arxiveri \\
         --labels scripts/crosscheck_match_labels.json
+    python scripts/bench_crosscheck_match_fresh.py --data ../shared/datasets/arxiveri \\
+        --labels scripts/crosscheck_match_labels_paper.json
 
-The labels (``scripts/crosscheck_match_labels.json``) cover the 75 non-annotated combinations of
-``bench_crosscheck_fresh.py --scope cited``: each target table against each source paper it cites.
-They were made by a reader who did not see the tool's answers, following the annotators' convention
-(learned from the development pairs): ``{"table": 1-based source table or null, "confidence":
-"high"|"medium"|"low", "why": ...}``. The output is the share of combinations where the tool picks
-the labelled table (or "no match"), overall and on the high-confidence labels, and the disagreements.
+Two label sets, each made by a reader who did not see the tool's answers, following the annotators'
+convention (learned from the development pairs): ``{"KEY": {"table": 1-based source table or null,
+"confidence": "high"|"medium"|"low", "why": ...}}`` with KEY ``TARGET_ID/TABLE_NUMBER/SOURCE_ID``.
+
+- ``crosscheck_match_labels.json`` (2026-12-05): the 75 non-annotated combinations of
+  ``bench_crosscheck_fresh.py --scope cited``: each target table against each source paper it cites.
+- ``crosscheck_match_labels_paper.json`` (2026-12-05, later): 60 of the 182 non-annotated combinations
+  of ``--scope paper`` that ``--scope cited`` does not hold (a target table against a source its paper
+  cites but the table does not): the 27 where the tool of commit b818db8 picked a table and 33 of
+  the 155 where it answered "no match" (drawn with ``random.Random(20261205)``), shuffled, so the
+  tool's wrong picks are over-represented; the labeller was not told which were which.
+
+The output is the share of labelled combinations where the tool picks the labelled table (or "no
+match"), overall and on the high-confidence labels, and the disagreements.
 """
 
 from __future__ import annotations
@@ -46,11 +56,11 @@ def main() -> int:
     annotated = annotated_keys(args.data)
     cache: dict[str, list[Grid]] = {}
     answers: dict[str, int | None] = {}
-    for target_id, number, entry, cited in _units(args.data, "cited"):
+    for target_id, number, entry, cited in _units(args.data, "paper"):  # every source the paper cites
         for source_id in sorted(cited):
-            if (target_id, normalise_th(str(entry["table"])), source_id) in annotated:
-                continue
             key = f"{target_id}/{number}/{source_id}"
+            if key not in labels or (target_id, normalise_th(str(entry["table"])), source_id) in annotated:
+                continue
             try:
                 target = _grid(str(entry["table"]), str(entry["caption"]), key)
                 if source_id not in cache:

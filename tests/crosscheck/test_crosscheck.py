@@ -43,6 +43,23 @@ def test_no_match_when_no_table_supports_the_target(target_path: Path, unrelated
     assert report.source_index is None and report.pairs == () and report.ok
 
 
+@pytest.mark.parametrize(
+    "caption", ["Table 4: Ablation study of the backbone on COCO.", "Table 5: Results of ablated versions."]
+)
+def test_an_ablation_table_is_no_match(source_path: Path, caption: str) -> None:
+    html = target_html().replace("Table 3: Comparison on COCO.", caption)
+    target = read_html_tables(html)[0]
+    sources = read_tables(source_path)
+    report = crosscheck(target, sources)
+    # the same rows would be matched under a comparison caption (test above); an ablation is the
+    # paper's own experiments, and it says why nothing was matched
+    assert report.source_index is None and report.discrepancies == ()
+    assert any("ablation" in w for w in report.warnings)
+    assert match_table(target, sources)[0] is None
+    forced = crosscheck(target, sources, model=None)  # the caller knows the source: it is checked
+    assert forced.source_index == 1 and len(forced.discrepancies) == 1
+
+
 def test_a_row_tied_by_one_cell_is_not_judged(source_path: Path) -> None:
     rows = list(TARGET_ROWS)
     rows[0] = ("ResNet-50 [12]", "58.1", "38.2", "26M")  # AP and AP50 swapped in one row

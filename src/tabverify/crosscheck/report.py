@@ -36,10 +36,12 @@ from tabverify.crosscheck.cells import Alignment, CellPair, NumberIndex, check_n
 from tabverify.crosscheck.tables import (
     DEFAULT_MODEL,
     MAX_ALIGNED_TABLES,
+    OWN_STUDY_NOTE,
     SPECIFIC_DIGITS,
     Candidate,
     MatchModel,
     choose,
+    own_study,
     rank_tables,
     shortlist,
     significant_digits,
@@ -815,6 +817,8 @@ def crosscheck(
         best = ranking[0] if ranking and ranking[0].alignment.pairs else None
     else:
         best = choose(target, ranking, model)
+        if own_study(target):
+            warnings = (*warnings, OWN_STUDY_NOTE)
     if best is None:
         return Report(target, sources, None, tuple(ranking), (), (), warnings)
     source = sources[best.index]

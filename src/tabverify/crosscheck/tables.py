@@ -339,9 +339,26 @@ def rerank(candidates: Sequence[Candidate], unlabelled_factor: float) -> list[Ca
     return sorted(scored, key=lambda c: (-c.score, c.index))
 
 
+_OWN_STUDY = re.compile(r"\bablat(?:ions?|ing|ed|ive)\b", re.IGNORECASE)
+
+OWN_STUDY_NOTE = (
+    "the caption calls this table an ablation, the paper's own experiments: no source table is taken as "
+    "the source of its numbers (values it shares with one are not read as copies)"
+)
+"""Why an ablation table is answered "no match" (:func:`own_study`)."""
+
+
+def own_study(target: Grid) -> bool:
+    """Whether the target's caption calls it an ablation ("Ablation study on ...", "ablated
+    versions"): the citing paper's own experiments, whose numbers are not copies (a rule set a priori,
+    like the row rule for "ours", re-implemented and reproduced results; see docs/benchmarks.md)."""
+    return bool(_OWN_STUDY.search(clean_latex(target.caption)))
+
+
 def choose(target: Grid, ranking: Sequence[Candidate], model: MatchModel = DEFAULT_MODEL) -> Candidate | None:
-    """The best-ranked candidate when ``model`` accepts its evidence, else None ("no match")."""
-    if not ranking or not ranking[0].alignment.pairs:
+    """The best-ranked candidate when ``model`` accepts its evidence, else None ("no match"); always
+    None for an ablation table (:func:`own_study`)."""
+    if not ranking or not ranking[0].alignment.pairs or own_study(target):
         return None
     return ranking[0] if model.accepts(evidence(target, ranking[0])) else None
 
