@@ -13,6 +13,9 @@ checked against every source paper of the release with a smaller arXiv id (one i
 copied from): a sample no rule was written after, as an editor would run the tool over a volume.
 ``--scope uncited`` checks the target papers' tables (all of them) against every earlier source
 paper of the release that the paper does NOT cite: the same editor's run on the other papers.
+``--scope targets`` checks the target papers' tables against every target paper with a smaller
+arXiv id (the 2022 papers against each other: pairs with no annotated copy relation, where a flag
+is worth a look only when the two papers print different values for the same thing).
 ``--half A`` or ``B`` keeps the target papers whose id hashes (sha256, first byte even / odd) to
 that half, so rules can be read off one half and measured on the other.
 Nothing here is annotated, so the flags are read by a person:
@@ -46,7 +49,9 @@ def _units(root: Path, scope: str) -> Iterator[tuple[str, int, dict[str, object]
         title_to_id = paper.get("source_title_to_arxiv_id", {})
         citation_to_title = paper.get("citation_info_to_title", {})
         for number, entry in enumerate(paper["list_table_and_caption"], start=1):
-            if scope in ("sources", "uncited"):
+            if scope == "targets":
+                cited = {p.stem for p in (root / "target_papers").glob("*.json") if p.stem < target_id}
+            elif scope in ("sources", "uncited"):
                 earlier = {p.stem for p in (root / "source_papers").glob("*.json") if p.stem < target_id}
                 cited = earlier - set(title_to_id.values())  # a source paper cites nothing here
             elif scope == "cited":
@@ -59,8 +64,13 @@ def _units(root: Path, scope: str) -> Iterator[tuple[str, int, dict[str, object]
                 target_id,
                 number,
                 entry,
-                {s for s in cited if s and (root / "source_papers" / f"{s}.json").exists()},
+                {s for s in cited if s and (root / _source_folder(scope) / f"{s}.json").exists()},
             )
+
+
+def _source_folder(scope: str) -> str:
+    """The release folder the sources of ``scope`` are read from."""
+    return "target_papers" if scope == "targets" else "source_papers"
 
 
 def annotated_keys(root: Path) -> set[tuple[str, str, str]]:
@@ -93,7 +103,7 @@ def fresh_flags(
             try:
                 target = _grid(str(entry["table"]), str(entry["caption"]), f"{target_id} table {number}")
                 if source_id not in cache:
-                    cache[source_id] = source_tables(root, source_id)[0]
+                    cache[source_id] = source_tables(root, source_id, _source_folder(scope))[0]
                 report = crosscheck(target, cache[source_id])
             except TabverifyError:
                 continue  # a figure, or a table the reader refuses
@@ -118,7 +128,9 @@ def fresh_flags(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, type=Path, help="arXiVeri release folder")
-    parser.add_argument("--scope", choices=("cited", "paper", "sources", "uncited"), default="paper")
+    parser.add_argument(
+        "--scope", choices=("cited", "paper", "sources", "uncited", "targets"), default="paper"
+    )
     parser.add_argument("--half", choices=("A", "B"), help="only the target papers of this half")
     parser.add_argument("--judgements", type=Path, help="hand judgements (JSON, see the docstring)")
     parser.add_argument("--out", type=Path, help="write the JSON result here")

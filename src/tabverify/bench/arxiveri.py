@@ -163,17 +163,18 @@ def _grid(html: str, caption: str, name: str) -> Grid:
     return Grid(grid.cells, " ".join(caption.split()), name)
 
 
-def source_tables(root: Path, source_id: str) -> tuple[list[Grid], list[str]]:
+def source_tables(root: Path, source_id: str, folder: str = "source_papers") -> tuple[list[Grid], list[str]]:
     """The candidate tables of a source paper of the release, and the HTML of each one's entry.
 
     They are numbered as ``read_paper_json`` (and ``tabverify tables``) numbers them: every
     ``<table>`` of every entry, figures and empty entries giving none. The paper is read under one
-    cell budget, as any document is.
+    cell budget, as any document is. ``folder`` names the release folder the paper is in (a target
+    paper taken as a source: ``"target_papers"``).
 
     Raises:
         DatasetError: the file is malformed, or its tables expand past the cell budget.
     """
-    source_path = root / "source_papers" / f"{source_id}.json"
+    source_path = root / folder / f"{source_id}.json"
     candidates, candidate_html = [], []
     budget = CellBudget(source_id)
     for html, caption in _entries(_load(source_path), source_path):
