@@ -17,6 +17,11 @@ convention (learned from the development pairs): ``{"KEY": {"table": 1-based sou
   the 155 where it answered "no match" (drawn with ``random.Random(20261205)``), shuffled, so the
   tool's wrong picks are over-represented; the labeller was not told which were which.
 
+- ``crosscheck_match_labels_targets.json`` (2026-12-05, later still): 40 of the 3,629 combinations of
+  ``--scope targets`` (a target table against an earlier target paper): the 25 where the tool of
+  commit c1a4f27 picked a table and 15 of the 3,604 "no match" answers (``random.Random(202612052)``),
+  shuffled, labelled by a third reader.
+
 The output is the share of labelled combinations where the tool picks the labelled table (or "no
 match"), overall and on the high-confidence labels, and the disagreements.
 """
@@ -28,7 +33,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench_crosscheck_fresh import _units, annotated_keys  # noqa: I001
+from bench_crosscheck_fresh import _source_folder, _units, annotated_keys  # noqa: I001
 
 from tabverify.bench.arxiveri import _grid, normalise_th, source_tables
 from tabverify.crosscheck import crosscheck
@@ -56,7 +61,8 @@ def main() -> int:
     annotated = annotated_keys(args.data)
     cache: dict[str, list[Grid]] = {}
     answers: dict[str, int | None] = {}
-    for target_id, number, entry, cited in _units(args.data, "paper"):  # every source the paper cites
+    units = [(scope, unit) for scope in ("paper", "targets") for unit in _units(args.data, scope)]
+    for scope, (target_id, number, entry, cited) in units:  # every source the paper cites; earlier targets
         for source_id in sorted(cited):
             key = f"{target_id}/{number}/{source_id}"
             if key not in labels or (target_id, normalise_th(str(entry["table"])), source_id) in annotated:
@@ -64,7 +70,7 @@ def main() -> int:
             try:
                 target = _grid(str(entry["table"]), str(entry["caption"]), key)
                 if source_id not in cache:
-                    cache[source_id] = source_tables(args.data, source_id)[0]
+                    cache[source_id] = source_tables(args.data, source_id, _source_folder(scope))[0]
                 report = crosscheck(target, cache[source_id])
             except TabverifyError:
                 continue
