@@ -35,6 +35,7 @@ from tabverify.bench.coref import (
     _choose_link_thresholds,
     _choose_mention_threshold,
     _fit_links,
+    _jackknife_mentions,
     _mention_data,
     _morpheme_document,
 )
@@ -157,7 +158,8 @@ def main() -> int:
     rows = {str(t): measure(model.with_thresholds(t), held) for t in THRESHOLDS}
     out: dict[str, object] = {"held_out_documents": len(held), "by_detector_threshold": rows}
     if args.linker:
-        links = _fit_links(kept, _choose_mention_threshold(model, held), args.seed)
+        found = _jackknife_mentions(kept, _choose_mention_threshold(model, held), args.seed)
+        links = _fit_links(kept, found, args.seed)
         detector = model.with_thresholds(SHIPPED_DETECTOR)
         nominal, pronoun, _ = _choose_link_thresholds(Models(detector, links), held)
         models = Models(detector, links.with_thresholds(nominal, pronoun))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -30,6 +31,17 @@ PRONOUNS = {
 """Personal pronouns (free, or as suffixes ``_הוא``) and their person, gender and number."""
 
 DEMONSTRATIVES = frozenset({"זה", "זו", "זאת", "אלה", "אלו", "הזה", "הזו", "הזאת", "האלה", "אותו", "אותה"})
+
+
+class PairScorer(Protocol):
+    """A second pair scorer added to the feature model's log-odds (the e5 network)."""
+
+    alpha: float
+    thresholds: tuple[float, float]
+
+    def scores(
+        self, tokens: Sequence[Token], infos: list[MentionInfo], pairs: list[tuple[int, int]]
+    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +270,17 @@ def decode(
 
 
 def cluster(
-    tokens: Sequence[Token], spans: Sequence[MorphRange], model: LinearModel
+    tokens: Sequence[Token],
+    spans: Sequence[MorphRange],
+    model: LinearModel,
+    network: PairScorer | None = None,
 ) -> list[list[MorphRange]]:
-    """Clusters of the mentions ``spans`` (text order), singletons included."""
-    return decode(*score_pairs(tokens, spans, model), model.thresholds)
+    """Clusters of the mentions ``spans`` (text order), singletons included. With ``network``, a pair's
+    score is the model's log-odds plus ``network.alpha`` times the network's score, decoded with the
+    network's thresholds."""
+    infos, pairs, scores = score_pairs(tokens, spans, model)
+    if network is None:
+        return decode(infos, pairs, scores, model.thresholds)
+    return decode(
+        infos, pairs, scores + network.alpha * network.scores(tokens, infos, pairs), network.thresholds
+    )

