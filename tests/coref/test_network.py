@@ -82,7 +82,7 @@ def test_numpy_inference_equals_torch_and_survives_save_and_load(doc, tmp_path: 
     scorer.eval()
     with torch.no_grad():
         expected_pairs, expected_spans = (x.numpy() for x in network._torch_scores(top, scorer, item))
-    model = network._to_network(top, scorer, 10).with_choice(0.5, (-1.0, -2.0), 2.0, -3.0)
+    model = network._to_network(top, scorer, 10).with_choice(0.5, (-1.0, -2.0), 2.0, -3.0, 0.25)
     encoded = model.encode(doc.tokens, encoder)
     got = encoded.scores(doc.tokens, infos, pairs)
     assert got.shape == (len(pairs),) and np.abs(got - expected_pairs).max() < 0.02
@@ -90,8 +90,15 @@ def test_numpy_inference_equals_torch_and_survives_save_and_load(doc, tmp_path: 
     assert span_scores.shape == expected_spans.shape and np.abs(span_scores - expected_spans).max() < 0.02
     model.save(tmp_path / "n.npz")
     loaded = network.PairNetwork.load(tmp_path / "n.npz")
-    choice = (loaded.alpha, loaded.thresholds, loaded.beta, loaded.mention_threshold, loaded.frozen)
-    assert choice == (0.5, (-1.0, -2.0), 2.0, -3.0, 10)
+    choice = (
+        loaded.alpha,
+        loaded.thresholds,
+        loaded.beta,
+        loaded.mention_threshold,
+        loaded.gamma,
+        loaded.frozen,
+    )
+    assert choice == (0.5, (-1.0, -2.0), 2.0, -3.0, 0.25, 10)
     again = loaded.encode(doc.tokens, encoder)
     assert np.abs(again.scores(doc.tokens, infos, pairs) - got).max() < 1e-3
     assert np.abs(again.mention_scores(candidates(doc.tokens)) - span_scores).max() < 1e-3
@@ -104,7 +111,29 @@ def test_training_lowers_the_loss_on_a_tiny_corpus(doc) -> None:  # noqa: ANN001
     assert len(losses) == 8 and losses[-1] < losses[0]
     infos = describe_all(doc.tokens, sorted({m for c in doc.clusters for m in c}))
     pairs, _ = pair_rows(doc.tokens, infos)
-    assert model.scores(doc.tokens, infos, pairs).shape == (len(pairs),)
+    assert model.encode(doc.tokens).scores(doc.tokens, infos, pairs).shape == (len(pairs),)
+
+
+def test_a_doubted_anaphor_needs_a_stronger_link(tiny: Path, doc) -> None:  # noqa: ANN001
+    """link_scores = alpha x pair head + gamma x the anaphor's detector margin (capped; 0 if not detected)."""
+    from tabverify.coref.resolver.pipeline import load_models
+
+    models = load_models(tiny)
+    plain = models.network.with_choice(0.5, (0.0, 0.0), 1.0, -5.0, 0.0)
+    doubting = plain.with_choice(0.5, (0.0, 0.0), gamma=0.3)
+    encoded = doubting.encode(doc.tokens)
+    found = encoded.detect(models.mentions)
+    assert found and set(encoded.margins) == set(found)
+    assert all(0 < m <= network.ANAPHOR_CAP for m in encoded.margins.values())
+    infos = describe_all(doc.tokens, sorted(found))
+    pairs, _ = pair_rows(doc.tokens, infos)
+    head = encoded.scores(doc.tokens, infos, pairs)
+    margin = np.asarray([encoded.margins[infos[i].span] for _, i in pairs])
+    got = encoded.link_scores(doc.tokens, infos, pairs)
+    assert np.allclose(got, 0.5 * head + 0.3 * margin)
+    assert np.allclose(plain.encode(doc.tokens).link_scores(doc.tokens, infos, pairs), 0.5 * head)
+    fresh = doubting.encode(doc.tokens)  # nothing detected: no margin is added
+    assert np.allclose(fresh.link_scores(doc.tokens, infos, pairs), 0.5 * head)
 
 
 def test_a_broken_network_file_is_a_model_error(tmp_path: Path) -> None:
@@ -154,12 +183,25 @@ def _rewrite(source: Path, target: Path, **changes: np.ndarray) -> Path:
     return target
 
 
+def test_a_network_file_from_before_the_anaphor_margin_loads_with_gamma_zero(
+    tiny: Path, tmp_path: Path
+) -> None:
+    source = tiny / network.NETWORK_MODEL
+    with np.load(source) as data:
+        scalars = data["scalars"]
+    assert scalars.shape == (10,)
+    old = _rewrite(source, tmp_path / "old.npz", scalars=scalars[:9])
+    loaded = network.PairNetwork.load(old)
+    assert loaded.gamma == 0.0
+    assert loaded.mention_threshold == network.PairNetwork.load(source).mention_threshold
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"scalars": np.asarray([11, 1, 0, np.nan, 0, 0, 0, 0, 0.0])}, "not finite"),
-        ({"scalars": np.asarray([10.5, 1, 0, 1, 0, 0, 0, 0, 0.0])}, "whole numbers"),
-        ({"scalars": np.asarray([11, 0, 0, 1, 0, 0, 0, 0, 0.0])}, "whole numbers"),
+        ({"scalars": np.asarray([11, 1, 0, np.nan, 0, 0, 0, 0, 0, 0.0])}, "not finite"),
+        ({"scalars": np.asarray([10.5, 1, 0, 1, 0, 0, 0, 0, 0, 0.0])}, "whole numbers"),
+        ({"scalars": np.asarray([11, 0, 0, 1, 0, 0, 0, 0, 0, 0.0])}, "whole numbers"),
         ({"w1": np.zeros((10, 256), np.float16)}, "'w1' has shape"),
         ({"m1": np.full((4 * 384 + 32, 256), np.inf, np.float16)}, "'m1' holds values that are not finite"),
         ({"l0.fo.w": np.zeros((384, 384), np.float16)}, "'l0.fo.w' has shape"),
@@ -182,7 +224,7 @@ def test_a_network_that_does_not_fit_the_encoder_is_left_out_with_a_warning(
 
     folder = tmp_path / "models"
     shutil.copytree(tiny, folder)
-    scalars = np.asarray([10, 1, 0, 1, 0, 0, 0, 0, 0.0])  # 10 + 1 layers, the encoder has 12
+    scalars = np.asarray([10, 1, 0, 1, 0, 0, 0, 0, 0, 0.0])  # 10 + 1 layers, the encoder has 12
     _rewrite(tiny / network.NETWORK_MODEL, folder / network.NETWORK_MODEL, scalars=scalars)
     with caplog.at_level(logging.WARNING):
         models = pipeline.load_models(folder)

@@ -14,6 +14,7 @@ text, the text rebuilt from its morphemes) with :func:`tabverify.coref.resolver.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -131,6 +132,8 @@ NETWORK_BETAS = (0.5, 1.0, 2.0, 4.0)
 """Weights of the e5 mention head's score beside the feature detector's log-odds tried there."""
 MENTION_STEPS = (0.0, -2.0, -4.0, -6.0, -8.0)
 """Detector thresholds tried with the mention head: these steps from the one best for mention F1."""
+NETWORK_GAMMAS = (0.05, 0.1, 0.2)
+"""Weights of an anaphor's detector margin added to its pair scores tried there, beside 0."""
 
 Scored = tuple[list, list[tuple[int, int]], np.ndarray]
 
@@ -164,7 +167,8 @@ def _choose_network(
 
     First the pair head's weight (alpha) with the feature detector as it is, then the mention head's
     weight (beta, 0 included) and the detector's threshold (the best for mention F1 and
-    :data:`MENTION_STEPS` below it); the link thresholds are chosen for each.
+    :data:`MENTION_STEPS` below it), then the anaphor margin's weight (gamma, 0 included); the link
+    thresholds are chosen for each.
     """
     encoded = [network.encode(doc.tokens) for doc in docs]
     detector = [scored(doc.tokens, models.mentions) for doc in docs]
@@ -198,7 +202,17 @@ def _choose_network(
             nominal, pronoun, f1 = choose(linked(beta, threshold), alpha)
             tried.append((f1, alpha, beta, threshold, nominal, pronoun))
     f1, alpha, beta, threshold, nominal, pronoun = max(tried)
-    return network.with_choice(alpha, (nominal, pronoun), beta, threshold), f1
+    best = (f1, network.with_choice(alpha, (nominal, pronoun), beta, threshold, 0.0))
+    for gamma in NETWORK_GAMMAS:
+        candidate = best[1].with_choice(alpha, (nominal, pronoun), beta, threshold, gamma)
+        pairs = []
+        for doc, e in zip(docs, encoded, strict=True):
+            e = dataclasses.replace(e, network=candidate, margins={})
+            infos, found, base = score_pairs(doc.tokens, e.detect(models.mentions), models.links)
+            pairs.append((infos, found, base + e.link_scores(doc.tokens, infos, found)))
+        *links, f1 = _choose_thresholds(docs, pairs)
+        best = max(best, (f1, candidate.with_choice(alpha, links)), key=lambda x: x[0])
+    return best[1], best[0]
 
 
 def _fit_links(
@@ -213,7 +227,7 @@ def train_models(
     seed: int = 0,
     report: Progress | None = None,
     network: bool = True,
-    epochs: int = 6,
+    epochs: int = 9,
 ) -> dict[str, object]:
     """Train on KibutzR train, choose thresholds on a held-out tenth, refit on all of train, save to ``out``.
 
@@ -255,13 +269,14 @@ def train_models(
                 "link_thresholds": list(pair_network.thresholds),
                 "beta": pair_network.beta,
                 "mention_threshold": pair_network.mention_threshold,
+                "gamma": pair_network.gamma,
                 "held_out_conll_f1": round(network_conll * 100, 2),
                 "epochs": epochs,
             }
         }
         say(
             f"network: alpha {pair_network.alpha}, links {list(pair_network.thresholds)}, beta {pair_network.beta}, "
-            f"mentions {pair_network.mention_threshold}, held-out CoNLL-F1 {network_conll:.4f}"
+            f"mentions {pair_network.mention_threshold}, gamma {pair_network.gamma}, held-out CoNLL-F1 {network_conll:.4f}"
         )
     say(
         f"thresholds: mentions {mention_threshold}, links {link_thresholds}; refitting on {len(docs)} documents"

