@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,55 @@ def test_markdown_tables_with_caption() -> None:
     grid = read_markdown_tables(text)[0]
     assert grid.caption == "Table 1: Scores."
     assert texts(grid) == [["Model", "Acc"], ["A", "91.2"], ["B | C", "88.0"]]
+
+
+def test_markdown_cells_lose_their_inline_markup() -> None:
+    text = (
+        "| <sub>Method</sub> | <sub>AP<sub>S</sub></sub> | params<br>(M) |\n|---|---|---|\n"
+        "| <sub><sub>[Deformable DETR](https://x.org/a_(b))</sub></sub> | <sub>**44.5**</sub> | `40` |\n"
+        "| DETR&dagger; | __42.0__ | <b>41</b> |\n| a < b | 3 <br/> 4 | x<y |\n"
+    )
+    grid = read_markdown_tables(text)[0]
+    assert texts(grid) == [
+        ["Method", "APS", "params (M)"],
+        ["[Deformable DETR](https://x.org/a_(b))", "44.5", "40"],
+        ["DETR\u2020", "42.0", "41"],
+        ["a < b", "3 4", "x<y"],
+    ]
+    assert grid.data_measurements[(1, 1)].value == Decimal("44.5")
+    link = read_markdown_tables("| m | v |\n|---|---|\n| [Swin-T](https://github.com/x) | 81.3 |\n")[0]
+    assert texts(link)[1] == ["Swin-T", "81.3"]
+
+
+def test_markdown_reads_html_tables_in_order_with_heading_captions() -> None:
+    text = (
+        "# Zoo\n\n## ImageNet-1K\n\n| Model | Top-1 |\n|---|---|\n| A | 81.3 |\n\n"
+        "## COCO\n\n<table>\n<tr><th>Model</th><th>AP</th></tr>\n<tr><td>A</td><td><sub>44.5</sub></td></tr>\n"
+        "<tr><td>B</td><td><table><tr><td>inner</td></tr></table></td></tr>\n</table>\n\n"
+        "Table 3: Speed.\n<table><caption>Throughput</caption><tr><td>A</td><td>755</td></tr></table>\n"
+        "<table></table>\n| Model | FPS |\n|---|---|\n| B | 437 |\n"
+    )
+    grids = read_markdown_tables(text, "README.md")
+    assert [g.name for g in grids] == [f"README.md#table{n}" for n in (1, 2, 3, 4)]
+    assert [g.caption for g in grids] == ["ImageNet-1K", "COCO", "Throughput", "COCO"]
+    assert texts(grids[1])[1] == ["A", "44.5"]
+    assert texts(grids[2]) == [["A", "755"]]
+    unclosed = read_markdown_tables("## R\n<table><tr><td>1.5</td></tr>\n| not | read |\n|---|---|\n")
+    assert len(unclosed) == 1 and texts(unclosed[0])[0][0] == "1.5"
+    with pytest.raises(TableError, match="or <table> found"):
+        read_markdown_tables("<table></table>\nno pipes here")
+
+
+def test_markdown_comments_hide_rows_and_tables() -> None:
+    text = (
+        "## Results\n| Model | AP |\n|---|---|\n| A | 44.5 |\n<!-- | B | 50.2 | -->\n| C | 45.1 |\n\n"
+        "<!--\n| Old | AP |\n|---|---|\n| D | 1.0 |\n-->\n| E | F |\n|---|---|\n| 1 | 2 |\n<!-- | G | 9.9 |"
+    )
+    grids = read_markdown_tables(text)
+    assert [texts(g) for g in grids] == [
+        [["Model", "AP"], ["A", "44.5"], ["C", "45.1"]],
+        [["E", "F"], ["1", "2"]],
+    ]
 
 
 def test_read_tables_by_extension_and_paper_json(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ tables expand to at most :data:`~tabverify.table.grid.MAX_GRID_CELLS` cells, spa
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -36,29 +38,122 @@ DOCUMENT_FORMATS = ("html", "latex", "markdown", "csv", "tsv", "json")
 """The formats :func:`read_tables` and :func:`read_table_text` read (besides ``auto``)."""
 
 
+# inline markup of a Markdown cell: HTML tags (``<sub>44.5</sub>``, ``<br>``), code spans, bold and
+# underscore emphasis, links; a tag is at most 200 characters (a longer ``<`` run is text)
+_MD_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_MD_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(?:\s[^<>]{0,200})?/?>")
+_MD_STRONG = re.compile(r"\*\*([^*]+)\*\*|__([^_]+)__|`([^`]+)`")
+_MD_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()\s]*\)")
+_HTML_TABLE_OPEN = re.compile(r"<table\b", re.IGNORECASE)
+_HTML_TABLE_CLOSE = re.compile(r"</table\s*>", re.IGNORECASE)
+
+
+def _md_text(cell: str) -> str:
+    """A Markdown cell's text without its inline markup: ``<sub><b>44.5</b></sub>`` is ``44.5``,
+    ``**81.3**`` is ``81.3``, ``[Swin-T](url)`` is ``Swin-T``, ``&dagger;`` is ``†``."""
+    if "<" in cell:
+        cell = _MD_TAG.sub("", _MD_BREAK.sub(" ", cell))
+    if "&" in cell:
+        cell = unescape(cell)
+    if "](" in cell:
+        cell = _MD_LINK.sub(r"\1", cell)
+    if "**" in cell or "__" in cell or "`" in cell:
+        cell = _MD_STRONG.sub(lambda m: m.group(1) or m.group(2) or m.group(3), cell)
+    return " ".join(cell.split())
+
+
 def _md_cells(line: str) -> list[str]:
     line = line.strip()
     if line.startswith("|"):
         line = line[1:]
     if line.endswith("|") and not line.endswith("\\|"):
         line = line[:-1]
-    return [c.replace("\\|", "|").strip() for c in re.split(r"(?<!\\)\|", line)]
+    return [_md_text(c.replace("\\|", "|")) for c in re.split(r"(?<!\\)\|", line)]
+
+
+_MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*)$")
+
+
+def _md_caption(lines: list[str], at: int, headings: list[tuple[int, str]]) -> str:
+    """The caption of the table starting on line ``at``: the line right above it (blank lines
+    skipped, two lines at most) when it starts with "Table", else the nearest section heading above
+    it (``## Results on COCO``), else nothing. ``headings``: (line number, text) in line order."""
+    above = [ln.strip() for ln in lines[max(0, at - 2) : at] if ln.strip()]
+    if above and re.match(r"^(\*\*)?table\b", above[-1], re.I):
+        return above[-1].strip("* ")
+    before = bisect_left(headings, (at, ""))
+    return headings[before - 1][1] if before else ""
+
+
+def _lines_without_comments(text: str) -> list[str]:
+    """The text's lines with its HTML comments (``<!-- ... -->``; unclosed: to the end) removed: a
+    README comments out rows and tables it does not show. A line that held only a comment is
+    dropped, so a table with a commented-out row goes on after it."""
+    if "<!--" not in text:
+        return text.splitlines()
+    kept, at = [], 0
+    while (start := text.find("<!--", at)) >= 0:
+        end = text.find("-->", start + 4)
+        end = len(text) if end < 0 else end + 3
+        kept += [text[at:start], _GONE + "\n" * text.count("\n", start, end)]
+        at = end
+    kept.append(text[at:])
+    lines = "".join(kept).splitlines()
+    return [
+        ln.replace(_GONE, "") for ln in lines if not ln or ln.replace(_GONE, "").strip() or _GONE not in ln
+    ]
+
+
+_GONE = "\ue000"  # where a comment was (a private-use character)
+
+
+def _html_block_end(lines: list[str], start: int) -> int:
+    """The line after the ``</table>`` that closes the ``<table>`` opened on line ``start`` (tables
+    nested inside counted), or the end of the text when it is never closed."""
+    depth = 0
+    for j in range(start, len(lines)):
+        depth += len(_HTML_TABLE_OPEN.findall(lines[j])) - len(_HTML_TABLE_CLOSE.findall(lines[j]))
+        if depth <= 0:
+            return j + 1
+    return len(lines)
 
 
 def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget | None = None) -> list[Grid]:
-    """Every pipe table of a Markdown text; rows above the ``|---|`` line are header rows, and a
-    line right above the table starting with "Table" is taken as its caption.
+    """Every table of a Markdown text, in document order: pipe tables, whose rows above the
+        ``|---|`` line are header rows, and HTML ``<table>`` blocks (READMEs often write results tables
+        in HTML), read as :func:`~tabverify.table.html.read_html_tables` reads them. A line right above
+        a table starting with "Table" is taken as its caption, else the nearest section heading above it
+    (an HTML table's own ``<caption>`` first).
+        Inline markup in pipe cells (HTML tags such as ``<sub>``, bold, code, links, entities) is
+        removed, so ``<sub>44.5</sub>`` reads as the number 44.5.
 
-    Raises:
-        TableError: when no pipe table is found, or the tables hold more cells than ``budget``
-            (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
+        Raises:
+            TableError: when no table is found, or the tables hold more cells than ``budget``
+                (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
     """
     budget = budget or CellBudget(source)
-    lines = text.splitlines()
-    grids = []
+    lines = _lines_without_comments(text)
+    headings = [
+        (n, _md_text(m.group(1).rstrip(" \t#")))
+        for n, ln in enumerate(lines)
+        if (m := _MD_HEADING.match(ln[:1000]))
+    ]
+    grids: list[Grid] = []
     i = 0
     while i < len(lines):
-        if i + 1 < len(lines) and "|" in lines[i] and _MD_SEPARATOR.match(lines[i + 1]):
+        if _HTML_TABLE_OPEN.search(lines[i]):
+            end = _html_block_end(lines, i)
+            try:
+                found = read_html_tables("\n".join(lines[i:end]), source, budget)
+            except TableSizeError:
+                raise
+            except TableError:
+                found = []  # a <table> without rows, or markup html.parser refuses: not a table
+            for grid in found:
+                caption = grid.caption or _md_caption(lines, i, headings)
+                grids.append(Grid(grid.cells, caption, f"{source}#table{len(grids) + 1}"))
+            i = end
+        elif i + 1 < len(lines) and "|" in lines[i] and _MD_SEPARATOR.match(lines[i + 1]):
             pending = lines[i].count("|")  # cells are counted before they are split out
             budget.check(pending)
             header = [_md_cells(lines[i])]
@@ -69,16 +164,15 @@ def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget
                 budget.check(pending)
                 body.append(_md_cells(lines[j]))
                 j += 1
-            caption = ""
-            above = [ln.strip() for ln in lines[max(0, i - 2) : i] if ln.strip()]
-            if above and re.match(r"^(\*\*)?table\b", above[-1], re.I):
-                caption = above[-1].strip("* ")
+            caption = _md_caption(lines, i, headings)
             grids.append(Grid.from_rows(header + body, 1, caption, f"{source}#table{len(grids) + 1}", budget))
             i = j
         else:
             i += 1
     if not grids:
-        raise TableError(f"{source}: no Markdown pipe table (a header line, then a |---| line) found")
+        raise TableError(
+            f"{source}: no Markdown pipe table (a header line, then a |---| line) or <table> found"
+        )
     return grids
 
 
