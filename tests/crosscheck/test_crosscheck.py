@@ -105,10 +105,12 @@ def test_transposed_copy_is_aligned() -> None:
     }  # fmt: skip
 
 
-def test_multi_metric_cells_are_not_paired() -> None:
+def test_multi_metric_cells_pair_only_with_cells_of_as_many_numbers() -> None:
     source = Grid.from_rows([["Method", "AP / AR"], ["A", "45.1 / 60.2"], ["B", "41.0 / 55.5"]])
     target = Grid.from_rows([["Method", "AP / AR"], ["A", "45.1 / 60.2"], ["B", "41.0 / 55.5"]])
-    assert match_cells(target, source) == []
+    assert [(p.target, p.source) for p in match_cells(target, source)] == [((1, 1), (1, 1)), ((2, 1), (2, 1))]
+    single = Grid.from_rows([["Method", "AP", "AR"], ["A", "45.1", "60.2"], ["B", "41.0", "55.5"]])
+    assert match_cells(target, single) == [] and match_cells(single, source) == []
 
 
 def test_tables_and_grids_are_accepted() -> None:

@@ -276,8 +276,9 @@ def per_grid(grid: Grid, name: str, compute: Callable[[Grid], T]) -> T:
 
 @dataclass(frozen=True)
 class NumberIndex:
-    """The numbers of a grid's data cells (several-metric cells left out), the values each may be
-    written as elsewhere (:func:`_variants`), and the positions holding each such value."""
+    """The numbers of a grid's data cells, the values each may be written as elsewhere
+    (:func:`_variants`; of a cell holding several numbers, those of its first), and the positions
+    holding each such value."""
 
     numbers: dict[Position, Measurement]
     variants: dict[Position, set[Decimal]]
@@ -291,7 +292,7 @@ class NumberIndex:
     @classmethod
     def _build(cls, grid: Grid) -> NumberIndex:
         check_numbers(grid, grid.name or "a table")
-        numbers = {p: m for p, m in grid.data_measurements.items() if not m.multi}
+        numbers = dict(grid.data_measurements)
         variants = {}
         for count, (p, m) in enumerate(numbers.items()):
             if count % 256 == 0:
@@ -319,8 +320,6 @@ def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Pos
     for count, (position, m) in enumerate(target.data_measurements.items()):
         if count % 256 == 0:
             check_time()
-        if m.multi:
-            continue
         near: set[Position] = set()
         for key in target_index.variants[position]:
             hits = index.get(key, ())
@@ -331,15 +330,15 @@ def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Pos
             near = near if len(near) <= MAX_OPTIONS * 4 else set()
         if not near:
             continue
-        mine = (str(m.value), m.percent, m.suffix)
+        mine = (str(m.value), m.percent, m.suffix, m.others)
         options = []
         for s in sorted(near):
             other = source_numbers[s]
             # written forms, not Decimal equality: 45.30 and 45.3 round differently
-            pair = (mine, (str(other.value), other.percent, other.suffix))
+            pair = (mine, (str(other.value), other.percent, other.suffix, other.others))
             agreement = agreements.get(pair)
             if agreement is None:
-                agreement = agreements[pair] = compare(m, other)
+                agreement = agreements[pair] = compare(m, other, copy=True)
             if agreement is not Agreement.DIFFERENT:
                 options.append((s, agreement))
         if options and len(options) <= MAX_OPTIONS:
@@ -597,7 +596,7 @@ def _fits_block(
         wrong = 0
         for tr, sr in block.items():
             m, other = target_numbers.get((tr, tc)), source_numbers.get(source_axes((sr, sc)))
-            if m is not None and other is not None and compare(m, other) is Agreement.DIFFERENT:
+            if m is not None and other is not None and compare(m, other, copy=True) is Agreement.DIFFERENT:
                 wrong += 1
         return wrong <= 1
 
@@ -666,13 +665,13 @@ def _pairs_by_position(
         source_row_words, source_column_words = source_column_words, source_row_words
     pairs = []
     for (tr, tc), m in sorted(target.data_measurements.items()):
-        if m.multi or tr not in rows or tc not in columns:
+        if tr not in rows or tc not in columns:
             continue
         s = (columns[tc], rows[tr]) if transposed else (rows[tr], columns[tc])
         other = source_numbers.get(s)
-        if other is None or other.multi:
+        if other is None:
             continue
-        agreement = compare(m, other)
+        agreement = compare(m, other, copy=True)
         if agreement is Agreement.DIFFERENT:
             continue
         row_labelled = bool(row_words[tr] & source_row_words.get(rows[tr], frozenset()))

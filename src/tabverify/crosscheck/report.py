@@ -50,8 +50,8 @@ from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
 from tabverify.table.grid import Grid
 from tabverify.table.model import Table
-from tabverify.table.numbers import Agreement
-from tabverify.table.scientific import Measurement, compare
+from tabverify.table.numbers import Agreement, Number, only_precision_differs
+from tabverify.table.scientific import Measurement, compare, first_difference
 
 Position = tuple[int, int]
 
@@ -417,6 +417,19 @@ _SETUP_WORDS = frozenset(
 _SETUP_MARK = re.compile(r"#\s*p\b", re.IGNORECASE)  # "#P (M)": the parameter count
 
 
+# header words of columns timed on some machine: a citing paper measures speed again on its own
+# hardware, so a value far from the source's there is a new measurement, not a miscopy
+_TIMED_WORDS = frozenset("fps throughput latency speed time runtime".split())
+
+
+def _remeasured(found: list[Discrepancy], target: Grid) -> list[Discrepancy]:
+    """Drops the ``different`` discrepancies of columns timed on hardware (frames per second,
+    throughput, latency, run time): a near miss there (a digit, a rounding, a neighbour's value)
+    is still a slip worth a look."""
+    timed = {c for c in range(target.n_columns) if label_words(target.column_label(c)) & _TIMED_WORDS}
+    return [d for d in found if not (d.kind is DiscrepancyKind.DIFFERENT and d.target[1] in timed)]
+
+
 def _is_setup_column(label: str) -> bool:
     """A column whose header names the model's size or cost, its input or its schedule ("#Params",
     "GFLOPs", "Image Size", "Epochs") rather than a result."""
@@ -498,6 +511,12 @@ def judged_cells(
     return rows, columns, own_cells
 
 
+def _numbers(a: Measurement, b: Measurement) -> tuple[Number, Number]:
+    """The numbers two cells disagree in (of cells holding several, the first pair that differs)."""
+    x, y = first_difference(a, b)
+    return x.number, y.number
+
+
 def _digits(m: Measurement) -> str:
     return "".join(ch for ch in format(abs(m.value), "f") if ch.isdigit())
 
@@ -554,7 +573,7 @@ def _found(target: Grid, t: Position, source: Grid, s: Position) -> tuple[list[P
         for p in near
         if p != s
         and (p[0] == s[0] or p[1] == s[1])
-        and compare(m, index.numbers[p]) is not Agreement.DIFFERENT
+        and compare(m, index.numbers[p], copy=True) is not Agreement.DIFFERENT
     )
     return [p for p in agreeing if p[0] == s[0]], [p for p in agreeing if p[1] == s[1]]
 
@@ -575,9 +594,9 @@ def _swap(
     the other cell is judged itself."""
     other = _target_position(alignment, found_at)
     here = target.data_measurements.get(other) if other is not None and other != t else None
-    if other is None or here is None or here.multi:
+    if other is None or here is None:
         return None
-    if compare(here, source.data_measurements[s]) is Agreement.DIFFERENT:
+    if compare(here, source.data_measurements[s], copy=True) is Agreement.DIFFERENT:
         return None
     return DiscrepancyKind.ROW_SWAP if other[1] == t[1] else DiscrepancyKind.COLUMN_SWAP
 
@@ -585,7 +604,8 @@ def _swap(
 def _classify(
     target: Grid, source: Grid, alignment: Alignment, t: Position, s: Position
 ) -> tuple[DiscrepancyKind, str, Position | None]:
-    tm, sm = target.data_measurements[t], source.data_measurements[s]
+    # in cells of several numbers, the first pair that disagrees is what was miscopied
+    tm, sm = first_difference(target.data_measurements[t], source.data_measurements[s])
     t_text, s_text = target.text(*t), source.text(*s)
     same_row, same_column = _found(target, t, source, s)
     for found_at in [*same_row, *same_column]:
@@ -636,7 +656,10 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     column whose header agrees. Nothing is judged, header flags included, when no judged row is named
     like its source row (:func:`_anchored`). A number agreeing only through the factor 100 where the
     rest of its column agrees without it is a scale slip. Values that merely coincide with another
-    table's therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76").
+    table's therefore raise no alarms; nor do a plain value and a signed change ("4.20" / "+13.76"),
+    a value written with fewer digits however few ("0.880" / "0.9": precision, not a contradiction),
+    or another value in a column timed on hardware (FPS, throughput, latency: measured again).
+    Cells of several numbers ("65.5 / 84.5") are compared number by number.
     """
     rows, columns, own_cells = judged_cells(target, source, alignment)
     ties, _ = _ties(target, source, alignment, own_cells)
@@ -648,16 +671,19 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
     used_sources = {p.source for p in alignment.pairs if p not in slips}
     found: list[Discrepancy] = []
     for t, m in sorted(target.data_measurements.items()):
-        if t in paired or t in own_cells or m.multi or t[0] not in rows or t[1] not in columns:
+        if t in paired or t in own_cells or t[0] not in rows or t[1] not in columns:
             continue
         s = alignment.source_position(t)
         if s is None or s in used_sources:
             continue
         other = source.data_measurements.get(s)
-        if other is None or other.multi or other.signed != m.signed:
+        if other is None or len(other.others) != len(m.others) or other.signed != m.signed:
             continue
-        if t not in slip_targets and compare(m, other) is not Agreement.DIFFERENT:
-            continue
+        if t not in slip_targets and (
+            compare(m, other, copy=True) is not Agreement.DIFFERENT
+            or only_precision_differs(*_numbers(m, other))
+        ):
+            continue  # agreeing, or written with fewer digits (0.880 / 0.9): no contradiction
         kind, evidence, where = _classify(target, source, alignment, t, s)
         found.append(Discrepancy(t, s, target.text(*t), source.text(*s), kind, evidence, where))
     found = _mostly_copied(found, ties, {row for row in rows if ties[row] == 1})
@@ -665,6 +691,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
         found, Counter(p.target[1] for p in alignment.pairs if p not in slips and p.target[0] in rows)
     )
     found = _setup_only(found, target, alignment, own_cells)
+    found = _remeasured(found, target)
     found = _mark_permutations(found)
     found.extend(_header_swaps(target, source, alignment))
     return found
@@ -718,7 +745,8 @@ def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Disc
     """Columns whose numbers match one source column while their header names another one: another
     source header whose words all appear in the target column's own header (its lowest header
     cell, when that has words: a group header above, "Mask R-CNN 1x", does not name the metric
-    "AP^mask") fits it better than the matched one."""
+    "AP^mask") fits it better than the matched one. Words abbreviating each other count as shared
+    ("Avg(Hard)" fits "Average(hard)"), and a header of numbers alone ("1") names no column."""
     if alignment.transposed or target.header_row_count == 0 or _header_overhangs(source):
         return []
     counts = Counter(p.target[1] for p in alignment.pairs)
@@ -732,13 +760,16 @@ def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Disc
         )
 
         def fit(label: frozenset[str], words: frozenset[str] = words) -> int:
-            return len(label & words) - len(label - words)
+            shared = {a for a in label if a in words or any(_abbreviates(a, b) for b in words)}
+            return len(shared) - len(label - shared)
 
         mapped = fit(source_labels.get(sc, frozenset()))
+        # a header naming the column better: all its words in the target's ("Avg" for "Average"),
+        # one of them a word (a number alone, "1", names nothing)
         named = [
             j
             for j, label in source_labels.items()
-            if j != sc and label and label <= words and fit(label) > mapped
+            if j != sc and label <= words and not all(w.isdigit() for w in label) and fit(label) > mapped
         ]
         if len(named) != 1:
             continue

@@ -142,6 +142,24 @@ def rounds_to(precise: Decimal, coarse: Decimal) -> bool:
     return reads_as(precise, coarse, exponent, WRITTEN_ROUNDINGS)
 
 
+def only_precision_differs(a: Number, b: Number) -> bool:
+    """True when one written number is the other written with fewer digits, however few are left
+    (0.880 and 0.9): they do not contradict each other, although one significant digit is too
+    coarse for :func:`agreement` to call them the same (:func:`rounds_to`)."""
+    x, y = (
+        (a.scaled, b.scaled)
+        if a.scale != _ONE and b.scale != _ONE and a.scale != b.scale
+        else (a.value, b.value)
+    )
+    for precise, coarse in ((x, y), (y, x)):
+        exponent = coarse.as_tuple().exponent
+        p_exponent = precise.normalize().as_tuple().exponent
+        if isinstance(exponent, int) and isinstance(p_exponent, int) and p_exponent < exponent:
+            if reads_as(precise, coarse, exponent, WRITTEN_ROUNDINGS):
+                return True
+    return False
+
+
 _COMPUTED_TOLERANCE = Decimal(1e-6)
 
 
@@ -200,7 +218,9 @@ class Number:
         return self.value * self.scale if self.scale != _ONE else self.value
 
 
-def agreement(a: Number, b: Number, rounding: bool = True, scale: bool = True) -> Agreement:
+def agreement(
+    a: Number, b: Number, rounding: bool = True, scale: bool = True, copy: bool = False
+) -> Agreement:
     """How written number ``a`` relates to written number ``b``.
 
     Both scaled with different scales (``1.5M`` / ``1500K``) compare what they stand for; otherwise a
@@ -210,19 +230,23 @@ def agreement(a: Number, b: Number, rounding: bool = True, scale: bool = True) -
         rounding: accept one value being the other rounded/truncated to fewer written digits
             (:func:`rounds_to`).
         scale: accept a factor of 100 between them (percent vs fraction), with rounding if allowed.
+        copy: ``a`` was copied from ``b``: a copy may lose digits but never gains them, so ``a``
+            rounds ``b`` (45.6 from 45.63) but not the other way (87.5 is no copy of 88).
     """
     if a.scale != _ONE and b.scale != _ONE and a.scale != b.scale:
         x, y = a.scaled, b.scaled
     else:
         x, y = a.value, b.value
-    return agreement_of_values(x, y, rounding, scale)
+    return agreement_of_values(x, y, rounding, scale, copy)
 
 
-def agreement_of_values(x: Decimal, y: Decimal, rounding: bool = True, scale: bool = True) -> Agreement:
+def agreement_of_values(
+    x: Decimal, y: Decimal, rounding: bool = True, scale: bool = True, copy: bool = False
+) -> Agreement:
     """:func:`agreement` of two written values (no suffix, no percent sign)."""
     if x == y:
         return Agreement.EXACT
-    if rounding and (rounds_to(x, y) or rounds_to(y, x)):
+    if rounding and (rounds_to(y, x) or (not copy and rounds_to(x, y))):
         return Agreement.ROUNDED
     if scale:
         for big, small in ((x, y), (y, x)):

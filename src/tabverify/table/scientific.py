@@ -12,10 +12,18 @@ LaTeX, footnote marks, ``±`` spreads, deltas, units and several metrics in one 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from tabverify.table.numbers import Agreement, Number, agreement, ascii_forms, parse_decimal, rounds_to
+from tabverify.table.numbers import (
+    Agreement,
+    Number,
+    agreement,
+    agreement_of_values,
+    ascii_forms,
+    parse_decimal,
+    rounds_to,
+)
 
 __all__ = [
     "SUFFIXES", "Agreement", "Measurement", "clean_latex", "compare", "display_text", "parse_measurement",
@@ -252,8 +260,9 @@ def parse_measurement(text: str) -> Measurement | None:
     others: list[Decimal] = []
     while rest:
         m = _PM.match(rest)
-        if m and uncertainty is None:
-            uncertainty = parse_decimal(m.group("num"))
+        if m and (uncertainty is None or others):
+            if uncertainty is None:  # the spread of a later value ("48.80±3.16 / 51.25±2.52") is not kept
+                uncertainty = parse_decimal(m.group("num"))
             rest = rest[m.end() :].strip()
             continue
         m = _BRACKETED.match(rest)
@@ -318,12 +327,46 @@ def is_bound(text: str) -> bool:
     return bound is not None and parse_measurement(text.replace("$", "")[bound.end() :]) is not None
 
 
-def compare(a: Measurement, b: Measurement, rounding: bool = True, scale: bool = True) -> Agreement:
+_AGREEMENT_ORDER = (Agreement.EXACT, Agreement.ROUNDED, Agreement.SCALED, Agreement.DIFFERENT)
+
+
+def compare(
+    a: Measurement, b: Measurement, rounding: bool = True, scale: bool = True, copy: bool = False
+) -> Agreement:
     """How measurement ``a`` relates to measurement ``b``: :func:`tabverify.table.numbers.agreement`
     of their numbers (exact, rounded, scaled or different).
+
+    A cell holding several numbers (``65.5 / 84.5``, :attr:`Measurement.multi`) agrees only with a
+    cell holding as many, each pair agreeing; the result is the weakest of the pairs' agreements
+    (exact, then rounded, then scaled). It never agrees with a single number.
 
     Args:
         rounding: accept one value being the other rounded/truncated to fewer written digits.
         scale: accept a factor of 100 between them (percent vs fraction), with rounding if allowed.
+        copy: ``a`` is a copy of ``b``, which it may round but never make more precise
+            (:func:`tabverify.table.numbers.agreement`).
     """
-    return agreement(a.number, b.number, rounding, scale)
+    if len(a.others) != len(b.others):
+        return Agreement.DIFFERENT
+    result = agreement(a.number, b.number, rounding, scale, copy)
+    for x, y in zip(a.others, b.others, strict=True):
+        if result is Agreement.DIFFERENT:
+            break
+        result = max(result, agreement_of_values(x, y, rounding, scale, copy), key=_AGREEMENT_ORDER.index)
+    return result
+
+
+def first_difference(a: Measurement, b: Measurement) -> tuple[Measurement, Measurement]:
+    """The first pair of numbers in which two cells of as many numbers disagree, as single-number
+    measurements (the whole cells when neither holds several, or they hold different counts)."""
+    if not a.others or len(a.others) != len(b.others):
+        return a, b
+    single_a, single_b = replace(a, others=()), replace(b, others=())
+    if agreement(single_a.number, single_b.number) is not Agreement.DIFFERENT:
+        for x, y in zip(a.others, b.others, strict=True):
+            if agreement_of_values(x, y) is Agreement.DIFFERENT:
+                return (
+                    Measurement(str(x), x, a.suffix, a.percent),
+                    Measurement(str(y), y, b.suffix, b.percent),
+                )
+    return single_a, single_b
