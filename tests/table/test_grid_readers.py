@@ -175,6 +175,26 @@ def test_markdown_reads_html_tables_in_order_with_heading_captions() -> None:
         read_markdown_tables("<table></table>\nno pipes here")
 
 
+def test_markdown_footnote_marks_links_after_numbers_and_one_hyphen_delimiters() -> None:
+    text = (
+        "| Model | MMLU | Top-1 |\n| :- | -: | - |\n"
+        "| XVERSE-13B | 46.9<sup>4</sup> | 76.8% ([ckpt](https://x.org/b0.tar.gz)) |\n"
+        "| [B0](https://x.org) | <sup>1</sup> | **77.1** [log](https://x.org/l) |\n"
+    )
+    grid = read_markdown_tables(text)[0]
+    assert texts(grid) == [
+        ["Model", "MMLU", "Top-1"],
+        ["XVERSE-13B", "46.9^{4}", "76.8%"],
+        ["B0", "1", "77.1"],
+    ]
+    assert [m.value for _, m in sorted(grid.data_measurements.items())] == [
+        Decimal("46.9"), Decimal("76.8"), Decimal("1"), Decimal("77.1"),
+    ]  # fmt: skip
+    with pytest.raises(TableError):  # a lone hyphen under a line is a list item, not a delimiter row
+        read_markdown_tables("a | b\n-\n")
+    assert len(read_markdown_tables("a | b\n--- | ---\n1 | 2\n")) == 1
+
+
 def test_markdown_comments_hide_rows_and_tables() -> None:
     text = (
         "## Results\n| Model | AP |\n|---|---|\n| A | 44.5 |\n<!-- | B | 50.2 | -->\n| C | 45.1 |\n\n"

@@ -30,10 +30,18 @@ from tabverify.table.readers import (
     table_from_json,
 )
 
-# a |---|:--:| line: ``\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$`` written so that no two
+# a |---|:-:| line: ``\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`` written so that no two
 # ``\s*`` meet (``\s*\|?\s*`` is ``\s*(?:\|\s*)?``): where they meet, a long blank run that fails
 # to match is tried split at every point, in time growing with the square of the line
-_MD_SEPARATOR = re.compile(r"^\s*(?:\|\s*)?:?-{2,}:?(?:\s*\|\s*:?-{2,}:?)*\s*(?:\|\s*)?$")
+_MD_SEPARATOR = re.compile(r"^\s*(?:\|\s*)?:?-+:?(?:\s*\|\s*:?-+:?)*\s*(?:\|\s*)?$")
+
+
+def _is_md_separator(line: str) -> bool:
+    """A pipe table's delimiter row: cells of hyphens with optional colons (``|:-|--:|``); one
+    hyphen a cell is enough where the line has a pipe (a lone ``-`` is a list item)."""
+    return ("|" in line or "--" in line) and _MD_SEPARATOR.match(line) is not None
+
+
 DOCUMENT_FORMATS = ("html", "latex", "markdown", "csv", "tsv", "json")
 """The formats :func:`read_tables` and :func:`read_table_text` read (besides ``auto``)."""
 
@@ -44,18 +52,26 @@ _MD_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _MD_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(?:\s[^<>]{0,200})?/?>")
 _MD_STRONG = re.compile(r"\*\*([^*]+)\*\*|__([^_]+)__|`([^`]+)`")
 _MD_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()\s]*\)")
+_MD_SUPERSCRIPT = re.compile(r"(?<=\S)<sup>([^<>]{1,20})</sup>", re.IGNORECASE)
+_MD_LEADING_NUMBER = re.compile(r"\s*(?:\*\*|__)?[~≈<>]?\s*[-+]?\d")
+_MD_NOTE_LINK = re.compile(r"\(\s*!?\[[^\[\]]*\]\([^()\s]*\)\s*\)|!?\[[^\[\]]*\]\([^()\s]*\)")
 _HTML_TABLE_OPEN = re.compile(r"<table\b", re.IGNORECASE)
 _HTML_TABLE_CLOSE = re.compile(r"</table\s*>", re.IGNORECASE)
 
 
 def _md_text(cell: str) -> str:
     """A Markdown cell's text without its inline markup: ``<sub><b>44.5</b></sub>`` is ``44.5``,
-    ``**81.3**`` is ``81.3``, ``[Swin-T](url)`` is ``Swin-T``, ``&dagger;`` is ``†``."""
+    ``**81.3**`` is ``81.3``, ``[Swin-T](url)`` is ``Swin-T``, ``&dagger;`` is ``†``. A superscript
+    right after some text is a mark (``46.9<sup>4</sup>`` is ``46.9^{4}``, not 46.94), and a link
+    after a number is a note, not part of the value (``76.8% ([ckpt](url))`` is ``76.8%``)."""
     if "<" in cell:
+        cell = _MD_SUPERSCRIPT.sub(r"^{\1}", cell)
         cell = _MD_TAG.sub("", _MD_BREAK.sub(" ", cell))
     if "&" in cell:
         cell = unescape(cell)
     if "](" in cell:
+        if _MD_LEADING_NUMBER.match(cell):
+            cell = _MD_NOTE_LINK.sub("", cell)
         cell = _MD_LINK.sub(r"\1", cell)
     if "**" in cell or "__" in cell or "`" in cell:
         cell = _MD_STRONG.sub(lambda m: m.group(1) or m.group(2) or m.group(3), cell)
@@ -153,7 +169,7 @@ def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget
                 caption = grid.caption or _md_caption(lines, i, headings)
                 grids.append(Grid(grid.cells, caption, f"{source}#table{len(grids) + 1}"))
             i = end
-        elif i + 1 < len(lines) and "|" in lines[i] and _MD_SEPARATOR.match(lines[i + 1]):
+        elif i + 1 < len(lines) and "|" in lines[i] and _is_md_separator(lines[i + 1]):
             pending = lines[i].count("|")  # cells are counted before they are split out
             budget.check(pending)
             header = [_md_cells(lines[i])]
@@ -275,7 +291,7 @@ def detect_format(path: Path, text: str) -> str:
         return "latex"
     if head.lstrip().startswith(("{", "[")):
         return "json"
-    if any(_MD_SEPARATOR.match(line) for line in head.splitlines()):
+    if any(_is_md_separator(line) for line in head.splitlines()):
         return "markdown"
     return "csv"
 
