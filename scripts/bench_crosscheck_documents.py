@@ -61,7 +61,8 @@ def _documents(root: Path, sample: dict[str, object]) -> tuple[dict[str, list[Gr
     read: dict[str, list[Grid]] = {}
     problems = []
     documents = sample.get("documents", {})
-    assert isinstance(documents, dict)
+    if not isinstance(documents, dict) or not all(isinstance(info, dict) for info in documents.values()):
+        raise SystemExit('the sample\'s "documents" must be an object of {"file", "sha256", ...} objects')
     for name, info in sorted(documents.items()):
         path = root / str(info.get("file") or "")
         if not path.is_file():
@@ -87,7 +88,11 @@ def run(
     answers: dict[str, int | None] = {}
     flags: list[dict[str, object]] = []
     pairs = sample.get("pairs", [])
-    assert isinstance(pairs, list)
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, dict) and all(isinstance(p.get(k), str) for k in ("id", "target", "source"))
+        for p in pairs
+    ):
+        raise SystemExit('the sample\'s "pairs" must be a list of {"id", "target", "source"} objects of text')
     for pair in pairs:
         target, source = documents.get(pair["target"]), documents.get(pair["source"])
         if target is None or source is None:

@@ -98,6 +98,14 @@ def test_the_command_exits_2_with_one_line_on_a_broken_sample(tmp_path: Path) ->
     assert run.stderr.count("\n") == 1 and "cannot read the sample" in run.stderr
 
 
+def test_the_command_exits_2_on_a_pair_without_an_id(tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    sample["pairs"] = [{"target": "paper", "source": "zoo"}]
+    (tmp_path / "sample.json").write_text(json.dumps(sample), encoding="utf-8")
+    run = subprocess.run(_command(tmp_path), capture_output=True, text=True, check=False)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and '"pairs" must be' in run.stderr
+
+
 def test_the_command_reads_labels_and_judgements_from_the_sample(tmp_path: Path) -> None:
     sample = _sample(tmp_path)
     sample["labels"] = {"p1/1": {"table": 1, "confidence": "high"}}

@@ -14,7 +14,7 @@ import pytest
 
 from tabverify.crosscheck import DiscrepancyKind, crosscheck
 from tabverify.table.numbers import Agreement, Number, only_precision_differs
-from tabverify.table.scientific import compare, first_difference, parse_measurement
+from tabverify.table.scientific import compare, contradiction, parse_measurement
 from tests.crosscheck.html_files import write
 
 
@@ -36,8 +36,14 @@ def test_cells_of_several_numbers_compare_number_by_number() -> None:
     assert compare(_m("65.5 / 84.6"), both) is Agreement.DIFFERENT
     assert compare(_m("65.5"), both) is Agreement.DIFFERENT  # never a single number
     assert compare(_m("65.5 / 84.5 / 1.0"), both) is Agreement.DIFFERENT
-    first, second = first_difference(_m("65.5 / 84.6"), both)
+    first, second = contradiction(_m("65.5 / 84.6"), both)
     assert (first.value, second.value, first.others) == (Decimal("84.6"), Decimal("84.5"), ())
+    assert contradiction(both, _m("65.5 / 84.5")) is None
+    assert contradiction(_m("0.9 / 45.31"), _m("0.880 / 45.31")) is None  # precision only
+    first, second = contradiction(_m("0.9 / 55.31"), _m("0.880 / 45.31"))  # the later pair contradicts
+    assert (first.value, second.value) == (Decimal("55.31"), Decimal("45.31"))
+    assert parse_measurement("1 / 2 ± 3 ± 4") is None
+    assert _m("48.80 / 51.25±2.52").uncertainty is None
     spread = _m("48.80±3.16 / 51.25±2.52")
     assert (spread.value, spread.others, spread.uncertainty) == (
         Decimal("48.80"),
@@ -103,6 +109,32 @@ def test_speed_measured_again_is_not_flagged_but_a_slip_there_is(tmp_path: Path)
     target[2][3] = "19.6"  # one digit changed
     flags = {d.target: d.kind for d in _report(tmp_path, target, source).discrepancies}
     assert flags == {(2, 3): DiscrepancyKind.DIGIT}
+
+
+def test_a_group_header_about_speed_does_not_make_its_metrics_timed(tmp_path: Path) -> None:
+    rows = [
+        ["m1", "44.11", "50.12"],
+        ["m2", "45.27", "51.36"],
+        ["m3", "46.31", "52.48"],
+        ["m4", "47.42", "53.57"],
+    ]
+    source = [["Method", "Same training speed", "Same training speed"], ["Method", "AP", "AR"], *rows]
+    target = [list(row) for row in source]
+    target[3][1] = "71.93"
+    report = crosscheck(
+        write(tmp_path, "target.html", target, header_rows=2),
+        write(tmp_path, "source.html", source, header_rows=2),
+    )
+    assert {d.target: d.kind for d in report.discrepancies} == {(3, 1): DiscrepancyKind.DIFFERENT}
+
+
+def test_cells_of_several_numbers_written_alike_but_not_equal_are_told_apart(tmp_path: Path) -> None:
+    rows = [["m1", "12 / 45.34", "50.12"], ["m2", "13 / 46.21", "51.36"], ["m3", "14 / 47.35", "52.48"]]
+    source = [["Method", "N / AP", "AR"], *rows]
+    target = [list(row) for row in source]
+    target[1][1], target[2][1] = "12 / 45.3", "13 / 46.20"  # a rounding; then a digit changed
+    flags = {d.target: d.kind for d in _report(tmp_path, target, source).discrepancies}
+    assert flags == {(2, 1): DiscrepancyKind.DIGIT}
 
 
 @pytest.mark.parametrize(

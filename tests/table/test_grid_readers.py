@@ -207,6 +207,31 @@ def test_markdown_comments_hide_rows_and_tables() -> None:
     ]
 
 
+def test_markdown_html_blocks_start_a_line_and_code_is_not_a_table() -> None:
+    prose = "We render results as a `<table>` element.\n\n| Model | AP |\n|---|---|\n| A | 45.3 |\n"
+    assert [texts(g) for g in read_markdown_tables(prose)] == [[["Model", "AP"], ["A", "45.3"]]]
+    fenced = (
+        "```html\n<table><tr><td>9.9</td></tr></table>\n| x | y |\n|---|---|\n```\n"
+        "~~~\n| a | b |\n|---|---|\n~~~~\n| Model | AP |\n|---|---|\n| A | 45.3 |\n"
+    )
+    assert [texts(g) for g in read_markdown_tables(fenced)] == [[["Model", "AP"], ["A", "45.3"]]]
+    unclosed = "<table><tr><td>1.5</td></tr>\n\n| Model | AP |\n|---|---|\n| A | 45.3 |\n"
+    assert [texts(g) for g in read_markdown_tables(unclosed)] == [[["1.5"]], [["Model", "AP"], ["A", "45.3"]]]
+
+
+def test_markdown_comments_over_several_lines_keep_the_table_going() -> None:
+    text = "| a | b |\n|---|---|\n| 1 | 2 |\n<!--\n| x | y |\n-->\n| 3 | 4 |\r\n<!-- | z | w |\n| v | u | -->\n| 5 | 6 |\n"
+    assert texts(read_markdown_tables(text)[0]) == [["a", "b"], ["1", "2"], ["3", "4"], ["5", "6"]]
+    private = "| a |\n|---|\n| 1 |\n\ue000\n| b |\n|---|\n| 2 |\n<!-- c -->"
+    assert len(read_markdown_tables(private)) == 2
+
+
+def test_pipe_separated_text_is_not_taken_for_markdown_by_one_hyphen_rows(tmp_path: Path) -> None:
+    path = tmp_path / "psv.txt"
+    path.write_text("name|a|b\nx|1.5|2.5\n-|-|-\ny|3.5|4.5\n", encoding="utf-8")
+    assert read_tables(path)[0].n_rows == 4
+
+
 def test_read_tables_by_extension_and_paper_json(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text("model,acc\nA,91.2\n", encoding="utf-8")
     (tmp_path / "t.tex").write_text(LATEX, encoding="utf-8")

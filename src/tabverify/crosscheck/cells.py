@@ -330,12 +330,12 @@ def candidate_pairs(target: Grid, source: Grid) -> dict[Position, list[tuple[Pos
             near = near if len(near) <= MAX_OPTIONS * 4 else set()
         if not near:
             continue
-        mine = (str(m.value), m.percent, m.suffix, m.others)
+        mine = (str(m.value), m.percent, m.suffix, tuple(map(str, m.others)))
         options = []
         for s in sorted(near):
             other = source_numbers[s]
             # written forms, not Decimal equality: 45.30 and 45.3 round differently
-            pair = (mine, (str(other.value), other.percent, other.suffix, other.others))
+            pair = (mine, (str(other.value), other.percent, other.suffix, tuple(map(str, other.others))))
             agreement = agreements.get(pair)
             if agreement is None:
                 agreement = agreements[pair] = compare(m, other, copy=True)
@@ -425,14 +425,14 @@ def _column_names(grid: Grid) -> dict[int, frozenset[str]]:
     )
 
 
-def _lowest_header(grid: Grid, column: int) -> str:
+def lowest_header(grid: Grid, column: int) -> str:
     """The lowest header text of a column: the metric it holds where the headers above group it."""
     texts = [grid.text(i, column) for i in range(grid.header_row_count)]
     return next((t for t in reversed(texts) if t.strip()), "")
 
 
 def _bottom_headers(grid: Grid) -> dict[int, frozenset[str]]:
-    """Per column, its lowest header text (:func:`_lowest_header`), lower-cased and without LaTeX
+    """Per column, its lowest header text (:func:`lowest_header`), lower-cased and without LaTeX
     commands, spaces or punctuation ("B@4" -> "b4", "M" -> "m"), as a one-element set; empty where the
     column has no header text."""
 
@@ -440,7 +440,7 @@ def _bottom_headers(grid: Grid) -> dict[int, frozenset[str]]:
         found = {}
         for j in range(g.n_columns):
             squashed = "".join(
-                ch for ch in _LATEX_COMMAND.sub("", _lowest_header(g, j)).lower() if ch.isalnum()
+                ch for ch in _LATEX_COMMAND.sub("", lowest_header(g, j)).lower() if ch.isalnum()
             )
             found[j] = frozenset({squashed}) if squashed else frozenset()
         return found
@@ -451,7 +451,7 @@ def _bottom_headers(grid: Grid) -> dict[int, frozenset[str]]:
 def _bottom_words(grid: Grid) -> dict[int, frozenset[str]]:
     """Per column, the label words (:func:`label_words`) of its lowest header text."""
     return per_grid(
-        grid, "bottom words", lambda g: {j: label_words(_lowest_header(g, j)) for j in range(g.n_columns)}
+        grid, "bottom words", lambda g: {j: label_words(lowest_header(g, j)) for j in range(g.n_columns)}
     )
 
 

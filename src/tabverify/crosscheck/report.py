@@ -32,7 +32,16 @@ from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 
-from tabverify.crosscheck.cells import Alignment, CellPair, NumberIndex, check_numbers, label_words, same_name
+from tabverify.crosscheck.cells import (
+    Alignment,
+    CellPair,
+    NumberIndex,
+    check_numbers,
+    check_time,
+    label_words,
+    lowest_header,
+    same_name,
+)
 from tabverify.crosscheck.tables import (
     DEFAULT_MODEL,
     MAX_ALIGNED_TABLES,
@@ -50,8 +59,8 @@ from tabverify.errors import TableError
 from tabverify.table.documents import read_tables
 from tabverify.table.grid import Grid
 from tabverify.table.model import Table
-from tabverify.table.numbers import Agreement, Number, only_precision_differs
-from tabverify.table.scientific import Measurement, compare, first_difference
+from tabverify.table.numbers import Agreement
+from tabverify.table.scientific import Measurement, compare, contradiction
 
 Position = tuple[int, int]
 
@@ -419,14 +428,15 @@ _SETUP_MARK = re.compile(r"#\s*p\b", re.IGNORECASE)  # "#P (M)": the parameter c
 
 # header words of columns timed on some machine: a citing paper measures speed again on its own
 # hardware, so a value far from the source's there is a new measurement, not a miscopy
-_TIMED_WORDS = frozenset("fps throughput latency speed time runtime".split())
+_TIMED_WORDS = frozenset("fps throughput latency speed runtime".split())
 
 
 def _remeasured(found: list[Discrepancy], target: Grid) -> list[Discrepancy]:
     """Drops the ``different`` discrepancies of columns timed on hardware (frames per second,
-    throughput, latency, run time): a near miss there (a digit, a rounding, a neighbour's value)
-    is still a slip worth a look."""
-    timed = {c for c in range(target.n_columns) if label_words(target.column_label(c)) & _TIMED_WORDS}
+    throughput, latency, speed, run time, named by the column's own lowest header: a group header
+    above, "Same training speed", does not make its metrics timed): a near miss there (a digit, a
+    rounding, a neighbour's value) is still a slip worth a look."""
+    timed = {c for c in range(target.n_columns) if label_words(lowest_header(target, c)) & _TIMED_WORDS}
     return [d for d in found if not (d.kind is DiscrepancyKind.DIFFERENT and d.target[1] in timed)]
 
 
@@ -509,12 +519,6 @@ def judged_cells(
         if _headers_agree(target.column_label(column), _source_label(source, line, 1, alignment.transposed))
     }
     return rows, columns, own_cells
-
-
-def _numbers(a: Measurement, b: Measurement) -> tuple[Number, Number]:
-    """The numbers two cells disagree in (of cells holding several, the first pair that differs)."""
-    x, y = first_difference(a, b)
-    return x.number, y.number
 
 
 def _digits(m: Measurement) -> str:
@@ -605,7 +609,8 @@ def _classify(
     target: Grid, source: Grid, alignment: Alignment, t: Position, s: Position
 ) -> tuple[DiscrepancyKind, str, Position | None]:
     # in cells of several numbers, the first pair that disagrees is what was miscopied
-    tm, sm = first_difference(target.data_measurements[t], source.data_measurements[s])
+    whole = target.data_measurements[t], source.data_measurements[s]
+    tm, sm = contradiction(*whole) or whole
     t_text, s_text = target.text(*t), source.text(*s)
     same_row, same_column = _found(target, t, source, s)
     for found_at in [*same_row, *same_column]:
@@ -679,10 +684,7 @@ def find_discrepancies(target: Grid, source: Grid, alignment: Alignment) -> list
         other = source.data_measurements.get(s)
         if other is None or len(other.others) != len(m.others) or other.signed != m.signed:
             continue
-        if t not in slip_targets and (
-            compare(m, other, copy=True) is not Agreement.DIFFERENT
-            or only_precision_differs(*_numbers(m, other))
-        ):
+        if t not in slip_targets and contradiction(m, other) is None:
             continue  # agreeing, or written with fewer digits (0.880 / 0.9): no contradiction
         kind, evidence, where = _classify(target, source, alignment, t, s)
         found.append(Discrepancy(t, s, target.text(*t), source.text(*s), kind, evidence, where))
@@ -741,6 +743,11 @@ def _header_overhangs(grid: Grid) -> bool:
     )
 
 
+MAX_ABBREVIATION_WORDS = 12
+"""Header words compared for abbreviations ("Avg" / "Average") at most, on each side: headers
+are a few words; longer ones are compared word for word only (every pair would cost time)."""
+
+
 def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Discrepancy]:
     """Columns whose numbers match one source column while their header names another one: another
     source header whose words all appear in the target column's own header (its lowest header
@@ -759,8 +766,22 @@ def _header_swaps(target: Grid, source: Grid, alignment: Alignment) -> list[Disc
             target.column_label(tc)
         )
 
-        def fit(label: frozenset[str], words: frozenset[str] = words) -> int:
-            shared = {a for a in label if a in words or any(_abbreviates(a, b) for b in words)}
+        check_time()
+        abbreviations = len(words) <= MAX_ABBREVIATION_WORDS
+
+        def fit(
+            label: frozenset[str], words: frozenset[str] = words, abbreviations: bool = abbreviations
+        ) -> int:
+            shared = {
+                a
+                for a in label
+                if a in words
+                or (
+                    abbreviations
+                    and len(label) <= MAX_ABBREVIATION_WORDS
+                    and any(_abbreviates(a, b) for b in words)
+                )
+            }
             return len(shared) - len(label - shared)
 
         mapped = fit(source_labels.get(sc, frozenset()))

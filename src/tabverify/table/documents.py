@@ -30,16 +30,21 @@ from tabverify.table.readers import (
     table_from_json,
 )
 
-# a |---|:-:| line: ``\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`` written so that no two
-# ``\s*`` meet (``\s*\|?\s*`` is ``\s*(?:\|\s*)?``): where they meet, a long blank run that fails
-# to match is tried split at every point, in time growing with the square of the line
-_MD_SEPARATOR = re.compile(r"^\s*(?:\|\s*)?:?-+:?(?:\s*\|\s*:?-+:?)*\s*(?:\|\s*)?$")
+_MD_DELIMITER_CELL = re.compile(r":?-+:?")
 
 
-def _is_md_separator(line: str) -> bool:
-    """A pipe table's delimiter row: cells of hyphens with optional colons (``|:-|--:|``); one
-    hyphen a cell is enough where the line has a pipe (a lone ``-`` is a list item)."""
-    return ("|" in line or "--" in line) and _MD_SEPARATOR.match(line) is not None
+def _is_md_separator(line: str, hyphens: int = 1) -> bool:
+    """A pipe table's delimiter row: cells of at least ``hyphens`` hyphens with optional colons
+    (``|:-|--:|``), split on pipes in one linear pass; one hyphen a cell is enough where the line
+    has a pipe (a lone ``-`` is a list item)."""
+    body = line.strip()
+    if "|" not in body and "--" not in body:
+        return False
+    body = body.removeprefix("|")
+    if body.endswith("|"):
+        body = body[:-1]
+    cells = [cell.strip() for cell in body.split("|")]
+    return all(cell.count("-") >= hyphens and _MD_DELIMITER_CELL.fullmatch(cell) for cell in cells)
 
 
 DOCUMENT_FORMATS = ("html", "latex", "markdown", "csv", "tsv", "json")
@@ -56,6 +61,8 @@ _MD_SUPERSCRIPT = re.compile(r"(?<=\S)<sup>([^<>]{1,20})</sup>", re.IGNORECASE)
 _MD_LEADING_NUMBER = re.compile(r"\s*(?:\*\*|__)?[~≈<>]?\s*[-+]?\d")
 _MD_NOTE_LINK = re.compile(r"\(\s*!?\[[^\[\]]*\]\([^()\s]*\)\s*\)|!?\[[^\[\]]*\]\([^()\s]*\)")
 _HTML_TABLE_OPEN = re.compile(r"<table\b", re.IGNORECASE)
+_HTML_BLOCK_START = re.compile(r" {0,3}<table\b", re.IGNORECASE)  # a line opening an HTML table block
+_MD_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _HTML_TABLE_CLOSE = re.compile(r"</table\s*>", re.IGNORECASE)
 
 
@@ -103,49 +110,78 @@ def _md_caption(lines: list[str], at: int, headings: list[tuple[int, str]]) -> s
 
 def _lines_without_comments(text: str) -> list[str]:
     """The text's lines with its HTML comments (``<!-- ... -->``; unclosed: to the end) removed: a
-    README comments out rows and tables it does not show. A line that held only a comment is
-    dropped, so a table with a commented-out row goes on after it."""
+    README comments out rows and tables it does not show. A line left blank by a comment is
+    dropped, so a table with commented-out rows goes on after them."""
     if "<!--" not in text:
         return text.splitlines()
-    kept, at = [], 0
-    while (start := text.find("<!--", at)) >= 0:
-        end = text.find("-->", start + 4)
-        end = len(text) if end < 0 else end + 3
-        kept += [text[at:start], _GONE + "\n" * text.count("\n", start, end)]
-        at = end
-    kept.append(text[at:])
-    lines = "".join(kept).splitlines()
-    return [
-        ln.replace(_GONE, "") for ln in lines if not ln or ln.replace(_GONE, "").strip() or _GONE not in ln
-    ]
-
-
-_GONE = "\ue000"  # where a comment was (a private-use character)
+    lines: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        kept, at, touched = [], 0, inside
+        while at <= len(line):
+            if inside:
+                end = line.find("-->", at)
+                if end < 0:
+                    break
+                at, inside = end + 3, False
+            start = line.find("<!--", at)
+            if start < 0:
+                kept.append(line[at:])
+                break
+            kept.append(line[at:start])
+            at, inside, touched = start + 4, True, True
+        rest = "".join(kept)
+        if not (touched and not rest.strip()):
+            lines.append(rest)
+    return lines
 
 
 def _html_block_end(lines: list[str], start: int) -> int:
     """The line after the ``</table>`` that closes the ``<table>`` opened on line ``start`` (tables
-    nested inside counted), or the end of the text when it is never closed."""
+    nested inside counted); a block never closed ends at its first blank line, as a Markdown HTML
+    block does, so a stray ``<table>`` does not swallow the rest of the text."""
     depth = 0
     for j in range(start, len(lines)):
         depth += len(_HTML_TABLE_OPEN.findall(lines[j])) - len(_HTML_TABLE_CLOSE.findall(lines[j]))
         if depth <= 0:
             return j + 1
-    return len(lines)
+    return next((j for j in range(start + 1, len(lines)) if not lines[j].strip()), len(lines))
+
+
+def _fenced(lines: list[str]) -> list[bool]:
+    """Which lines are inside fenced code blocks (``` or ~~~, their fence lines included): code, not
+    tables. An unclosed fence runs to the end, as Markdown renders it."""
+    inside, fence, flags = False, "", []
+    for line in lines:
+        m = _MD_FENCE.match(line)
+        flags.append(inside or m is not None)
+        if not inside and m:
+            inside, fence = True, m.group(1)
+        elif (
+            inside
+            and m
+            and m.group(1)[0] == fence[0]
+            and len(m.group(1)) >= len(fence)
+            and not m.group(2).strip()
+        ):
+            inside = False
+    return flags
 
 
 def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget | None = None) -> list[Grid]:
     """Every table of a Markdown text, in document order: pipe tables, whose rows above the
-        ``|---|`` line are header rows, and HTML ``<table>`` blocks (READMEs often write results tables
-        in HTML), read as :func:`~tabverify.table.html.read_html_tables` reads them. A line right above
-        a table starting with "Table" is taken as its caption, else the nearest section heading above it
-    (an HTML table's own ``<caption>`` first).
-        Inline markup in pipe cells (HTML tags such as ``<sub>``, bold, code, links, entities) is
-        removed, so ``<sub>44.5</sub>`` reads as the number 44.5.
+    ``|---|`` line are header rows, and HTML ``<table>`` blocks (a line starting with ``<table``:
+    READMEs often write results tables in HTML), read as
+    :func:`~tabverify.table.html.read_html_tables` reads them. Fenced code blocks are code, not
+    tables. A line right above a table starting with "Table" is taken as its caption, else the
+    nearest section heading above it (an HTML table's own ``<caption>`` first). Inline markup in
+    pipe cells (HTML tags such as ``<sub>``, bold, code, links, entities) is removed, so
+    ``<sub>44.5</sub>`` reads as the number 44.5; HTML comments (rows or tables a README hides)
+    are not read.
 
-        Raises:
-            TableError: when no table is found, or the tables hold more cells than ``budget``
-                (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
+    Raises:
+        TableError: when no table is found, or the tables hold more cells than ``budget``
+            (default: :data:`~tabverify.table.grid.MAX_GRID_CELLS`) allows.
     """
     budget = budget or CellBudget(source)
     lines = _lines_without_comments(text)
@@ -154,10 +190,13 @@ def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget
         for n, ln in enumerate(lines)
         if (m := _MD_HEADING.match(ln[:1000]))
     ]
+    code = _fenced(lines)
     grids: list[Grid] = []
     i = 0
     while i < len(lines):
-        if _HTML_TABLE_OPEN.search(lines[i]):
+        if code[i]:
+            i += 1
+        elif _HTML_BLOCK_START.match(lines[i]):
             end = _html_block_end(lines, i)
             try:
                 found = read_html_tables("\n".join(lines[i:end]), source, budget)
@@ -169,13 +208,13 @@ def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget
                 caption = grid.caption or _md_caption(lines, i, headings)
                 grids.append(Grid(grid.cells, caption, f"{source}#table{len(grids) + 1}"))
             i = end
-        elif i + 1 < len(lines) and "|" in lines[i] and _is_md_separator(lines[i + 1]):
+        elif i + 1 < len(lines) and "|" in lines[i] and not code[i + 1] and _is_md_separator(lines[i + 1]):
             pending = lines[i].count("|")  # cells are counted before they are split out
             budget.check(pending)
             header = [_md_cells(lines[i])]
             j = i + 2
             body = []
-            while j < len(lines) and "|" in lines[j] and lines[j].strip():
+            while j < len(lines) and "|" in lines[j] and lines[j].strip() and not code[j]:
                 pending += lines[j].count("|")
                 budget.check(pending)
                 body.append(_md_cells(lines[j]))
@@ -291,7 +330,7 @@ def detect_format(path: Path, text: str) -> str:
         return "latex"
     if head.lstrip().startswith(("{", "[")):
         return "json"
-    if any(_is_md_separator(line) for line in head.splitlines()):
+    if any(_is_md_separator(line, hyphens=2) for line in head.splitlines()):
         return "markdown"
     return "csv"
 

@@ -21,6 +21,7 @@ from tabverify.table.numbers import (
     agreement,
     agreement_of_values,
     ascii_forms,
+    only_precision_differs,
     parse_decimal,
     rounds_to,
 )
@@ -258,11 +259,13 @@ def parse_measurement(text: str) -> Measurement | None:
         rest = rest[unit.end() :]
     uncertainty = delta = None
     others: list[Decimal] = []
+    spread = False  # the number read last has its ± spread
     while rest:
         m = _PM.match(rest)
-        if m and (uncertainty is None or others):
-            if uncertainty is None:  # the spread of a later value ("48.80±3.16 / 51.25±2.52") is not kept
+        if m and not spread:  # one spread a number: "48.80±3.16 / 51.25±2.52" (later ones not kept)
+            if not others:
                 uncertainty = parse_decimal(m.group("num"))
+            spread = True
             rest = rest[m.end() :].strip()
             continue
         m = _BRACKETED.match(rest)
@@ -292,6 +295,7 @@ def parse_measurement(text: str) -> Measurement | None:
             if number is None:
                 return None
             others.append(number)
+            spread = False
             rest = rest[m.end() :].strip()[following.end() :].strip()
             continue
         if rest in ("↑", "↓", "%"):
@@ -356,17 +360,20 @@ def compare(
     return result
 
 
-def first_difference(a: Measurement, b: Measurement) -> tuple[Measurement, Measurement]:
-    """The first pair of numbers in which two cells of as many numbers disagree, as single-number
-    measurements (the whole cells when neither holds several, or they hold different counts)."""
-    if not a.others or len(a.others) != len(b.others):
-        return a, b
-    single_a, single_b = replace(a, others=()), replace(b, others=())
-    if agreement(single_a.number, single_b.number) is not Agreement.DIFFERENT:
-        for x, y in zip(a.others, b.others, strict=True):
-            if agreement_of_values(x, y) is Agreement.DIFFERENT:
-                return (
-                    Measurement(str(x), x, a.suffix, a.percent),
-                    Measurement(str(y), y, b.suffix, b.percent),
-                )
-    return single_a, single_b
+def contradiction(copy: Measurement, original: Measurement) -> tuple[Measurement, Measurement] | None:
+    """The first pair of numbers in which a copied cell contradicts its original, as single-number
+    measurements, or None when none does: a pair contradicts when it disagrees as a copy
+    (:func:`compare` with ``copy=True``) by more than a difference of precision
+    (:func:`~tabverify.table.numbers.only_precision_differs`: 0.880 / 0.9 does not). Cells of
+    several numbers are read pair by pair (callers pair only cells of as many numbers)."""
+    pairs = [(replace(copy, others=()), replace(original, others=()))] + [
+        (
+            Measurement(str(x), x, copy.suffix, copy.percent),
+            Measurement(str(y), y, original.suffix, original.percent),
+        )
+        for x, y in zip(copy.others, original.others, strict=False)
+    ]
+    for x, y in pairs:
+        if compare(x, y, copy=True) is Agreement.DIFFERENT and not only_precision_differs(x.number, y.number):
+            return x, y
+    return None
