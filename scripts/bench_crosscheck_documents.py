@@ -39,6 +39,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from bench_crosscheck_fresh import flag_items  # noqa: I001
+from bench_crosscheck_match_fresh import match_scores
+
 from tabverify.crosscheck.cells import DEFAULT_TIMEOUT_S
 from tabverify.crosscheck.documents import check_documents
 from tabverify.errors import TabverifyError
@@ -107,49 +110,21 @@ def run(
             problems.append(f"{pair['id']}: {exc}")
             continue
         for result in run_.results:
-            key, report, table = f"{pair['id']}/{result.target_table}", result.report, result.report.target
+            key, report = f"{pair['id']}/{result.target_table}", result.report
             counts["tables_checked"] += 1
             counts["matched"] += report.source_index is not None
             answers[key] = None if report.source_index is None else report.source_index + 1
-            for d in report.discrepancies:
-                flag_key = f"{key}/{d.target[0]},{d.target[1]}"
-                flags.append(
-                    {
-                        "key": flag_key,
-                        "source_table": answers[key],
-                        "row": table.row_label(d.target[0]),
-                        "column": table.column_label(d.target[1]),
-                        "target_text": d.target_text,
-                        "source_text": d.source_text,
-                        "kind": str(d.kind),
-                        "evidence": d.evidence,
-                        "judgement": judgements.get(flag_key),
-                    }
-                )
-    labelled = [k for k in labels if k in answers]
-    high = [k for k in labelled if labels[k].get("confidence") == "high"]  # type: ignore[union-attr]
-    right = {k for k in labelled if answers[k] == labels[k]["table"]}  # type: ignore[index]
+            flags += [
+                {**item, "judgement": judgements.get(str(item["key"]))} for item in flag_items(key, report)
+            ]
     judged = [f for f in flags if f["judgement"] is not None]
     good = sum(bool(f["judgement"]["worth_a_look"]) for f in judged)  # type: ignore[index]
     tables = Counter(str(f["key"]).rsplit("/", 1)[0] for f in flags)
     return {
         **counts,
         "problems": problems,
-        "labelled": len(labelled),
-        "table_match_accuracy": round(len(right) / len(labelled), 3) if labelled else None,
-        "labelled_with_a_table": sum(labels[k]["table"] is not None for k in labelled),  # type: ignore[index]
-        "high_confidence": len(high),
-        "high_confidence_accuracy": round(sum(k in right for k in high) / len(high), 3) if high else None,
-        "disagreements": [
-            {
-                "key": k,
-                "label": labels[k]["table"],
-                "tool": answers[k],
-                "confidence": labels[k].get("confidence"),
-            }  # type: ignore[index,union-attr]
-            for k in labelled
-            if k not in right
-        ],
+        **match_scores(labels, answers),  # type: ignore[arg-type]
+        "labelled_with_a_table": sum(labels[k]["table"] is not None for k in labels if k in answers),  # type: ignore[index]
         "flags": len(flags),
         "tables_with_flags": len(tables),
         "largest": tables.most_common(3),

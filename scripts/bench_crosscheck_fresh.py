@@ -36,6 +36,7 @@ from pathlib import Path
 
 from tabverify.bench.arxiveri import _grid, normalise_th, source_tables
 from tabverify.crosscheck import crosscheck
+from tabverify.crosscheck.report import Report
 from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
 
@@ -87,6 +88,24 @@ def half_of(paper_id: str) -> str:
     return "AB"[hashlib.sha256(paper_id.encode()).digest()[0] % 2]
 
 
+def flag_items(prefix: str, report: Report) -> list[dict[str, object]]:
+    """One JSON item per flag of a report, keyed ``PREFIX/row,column`` (the target cell)."""
+    target = report.target
+    return [
+        {
+            "key": f"{prefix}/{d.target[0]},{d.target[1]}",
+            "source_table": (report.source_index or 0) + 1,
+            "row": target.row_label(d.target[0]),
+            "column": target.column_label(d.target[1]),
+            "target_text": d.target_text,
+            "source_text": d.source_text,
+            "kind": str(d.kind),
+            "evidence": d.evidence,
+        }
+        for d in report.discrepancies
+    ]
+
+
 def fresh_flags(
     root: Path, scope: str, half: str | None = None
 ) -> tuple[dict[str, int], list[dict[str, object]]]:
@@ -109,19 +128,7 @@ def fresh_flags(
                 continue  # a figure, or a table the reader refuses
             counts["checked"] += 1
             counts["matched"] += report.source_index is not None
-            for d in report.discrepancies:
-                flags.append(
-                    {
-                        "key": f"{target_id}/{number}/{source_id}/{d.target[0]},{d.target[1]}",
-                        "source_table": (report.source_index or 0) + 1,
-                        "row": target.row_label(d.target[0]),
-                        "column": target.column_label(d.target[1]),
-                        "target_text": d.target_text,
-                        "source_text": d.source_text,
-                        "kind": str(d.kind),
-                        "evidence": d.evidence,
-                    }
-                )
+            flags.extend(flag_items(f"{target_id}/{number}/{source_id}", report))
     return dict(counts), flags
 
 

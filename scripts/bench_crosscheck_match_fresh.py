@@ -41,6 +41,31 @@ from tabverify.errors import TabverifyError
 from tabverify.table.grid import Grid
 
 
+def match_scores(labels: dict[str, dict[str, object]], answers: dict[str, int | None]) -> dict[str, object]:
+    """How often the tool's answers (1-based source table or None, by key) are the labelled table,
+    overall and on the high-confidence labels, and the disagreements; keys without an answer are
+    left out."""
+    keys = [k for k in labels if k in answers]
+    high = [k for k in keys if labels[k].get("confidence") == "high"]
+    right = {k for k in keys if answers[k] == labels[k]["table"]}
+    return {
+        "checked": len(keys),
+        "table_match_accuracy": round(len(right) / len(keys), 3) if keys else None,
+        "high_confidence": len(high),
+        "high_confidence_accuracy": round(sum(k in right for k in high) / len(high), 3) if high else None,
+        "disagreements": [
+            {
+                "key": k,
+                "label": labels[k]["table"],
+                "tool": answers[k],
+                "confidence": labels[k].get("confidence"),
+            }
+            for k in keys
+            if k not in right
+        ],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, type=Path, help="arXiVeri release folder")
@@ -75,26 +100,7 @@ def main() -> int:
             except TabverifyError:
                 continue
             answers[key] = None if report.source_index is None else report.source_index + 1
-    keys = [k for k in labels if k in answers]
-    high = [k for k in keys if labels[k].get("confidence") == "high"]
-    right = [k for k in keys if answers[k] == labels[k]["table"]]
-    result = {
-        "labelled": len(labels),
-        "checked": len(keys),
-        "table_match_accuracy": round(len(right) / len(keys), 3) if keys else None,
-        "high_confidence": len(high),
-        "high_confidence_accuracy": round(sum(k in right for k in high) / len(high), 3) if high else None,
-        "disagreements": [
-            {
-                "key": k,
-                "label": labels[k]["table"],
-                "tool": answers[k],
-                "confidence": labels[k].get("confidence"),
-            }
-            for k in keys
-            if k not in right
-        ],
-    }
+    result = {"labelled": len(labels), **match_scores(labels, answers)}
     print(json.dumps(result, indent=1))
     return 0
 

@@ -34,6 +34,8 @@ Ours-T & 27M & 4.4G & 82.64 \\
 
 
 def _script():
+    if str(SCRIPT.parent) not in sys.path:  # it imports its sibling scripts, as run from scripts/
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("bench_crosscheck_documents", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
