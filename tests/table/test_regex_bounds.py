@@ -225,3 +225,11 @@ def test_a_long_tag_keeps_quoted_brackets_and_ignores_spans_inside_values() -> N
     assert _cells(read_html_tables(quoted)[0]) == [["A", "A"], ["1.5", "2.5"]]
     inside = f'<table><tr><td title="see colspan=3" data-x="{filler}">A</td></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>'
     assert _cells(read_html_tables(inside)[0]) == [["A", "", ""], ["1", "2", "3"]]
+
+
+def test_many_unclosed_html_tables_in_markdown_are_read_in_one_pass() -> None:
+    # each unclosed <table> ends at its blank line; finding the ends rescanned the rest of the text
+    # for every block before (quadratic: these 20,000 blocks took over 2 minutes)
+    text = "<table>\n<tr><td>1.5</td></tr>\n\n" * 20_000 + "<table><tr><td>" + "<table>" * 5_000 + "\n"
+    grids = timed(lambda: read_markdown_tables(text))
+    assert len(grids) == 20_001

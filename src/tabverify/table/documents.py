@@ -63,7 +63,7 @@ _MD_NOTE_LINK = re.compile(r"\(\s*!?\[[^\[\]]*\]\([^()\s]*\)\s*\)|!?\[[^\[\]]*\]
 _HTML_TABLE_OPEN = re.compile(r"<table\b", re.IGNORECASE)
 _HTML_BLOCK_START = re.compile(r" {0,3}<table\b", re.IGNORECASE)  # a line opening an HTML table block
 _MD_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-_HTML_TABLE_CLOSE = re.compile(r"</table\s*>", re.IGNORECASE)
+_HTML_TABLE_TAG = re.compile(r"<(/)?table\b[^<>]{0,200}>?", re.IGNORECASE)
 
 
 def _md_text(cell: str) -> str:
@@ -136,16 +136,28 @@ def _lines_without_comments(text: str) -> list[str]:
     return lines
 
 
-def _html_block_end(lines: list[str], start: int) -> int:
-    """The line after the ``</table>`` that closes the ``<table>`` opened on line ``start`` (tables
-    nested inside counted); a block never closed ends at its first blank line, as a Markdown HTML
-    block does, so a stray ``<table>`` does not swallow the rest of the text."""
-    depth = 0
-    for j in range(start, len(lines)):
-        depth += len(_HTML_TABLE_OPEN.findall(lines[j])) - len(_HTML_TABLE_CLOSE.findall(lines[j]))
-        if depth <= 0:
-            return j + 1
-    return next((j for j in range(start + 1, len(lines)) if not lines[j].strip()), len(lines))
+def _html_block_ends(lines: list[str]) -> dict[int, int]:
+    """For each line where a ``<table>`` opens, the line after the ``</table>`` that closes the first
+    one opened there (tables nested inside counted), in one pass over the text; a block never
+    closed ends at its first blank line, as a Markdown HTML block does, so a stray ``<table>`` does
+    not swallow the rest of the text."""
+    ends: dict[int, int] = {}
+    unclosed: list[int] = []  # where each open <table> is, innermost last; -1 for all but a line's first
+    for j, line in enumerate(lines):
+        first = True
+        for tag in _HTML_TABLE_TAG.finditer(line):
+            if tag.group(1) is None:
+                unclosed.append(j if first else -1)
+                first = False
+            elif unclosed and (opened := unclosed.pop()) >= 0:
+                ends[opened] = j + 1
+    blank = len(lines)
+    for j in range(len(lines) - 1, -1, -1):
+        if j in ends or not _HTML_TABLE_OPEN.search(lines[j]):
+            blank = j if not lines[j].strip() else blank
+            continue
+        ends[j] = blank
+    return ends
 
 
 def _fenced(lines: list[str]) -> list[bool]:
@@ -191,13 +203,14 @@ def read_markdown_tables(text: str, source: str = "markdown", budget: CellBudget
         if (m := _MD_HEADING.match(ln[:1000]))
     ]
     code = _fenced(lines)
+    block_ends = _html_block_ends(lines) if "<" in text else {}
     grids: list[Grid] = []
     i = 0
     while i < len(lines):
         if code[i]:
             i += 1
         elif _HTML_BLOCK_START.match(lines[i]):
-            end = _html_block_end(lines, i)
+            end = block_ends.get(i, len(lines))
             try:
                 found = read_html_tables("\n".join(lines[i:end]), source, budget)
             except TableSizeError:
