@@ -39,7 +39,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench_crosscheck_fresh import flag_items  # noqa: I001
+from bench_crosscheck_fresh import flag_items, flag_tally  # noqa: I001
 from bench_crosscheck_match_fresh import match_scores
 
 from tabverify.crosscheck.cells import DEFAULT_TIMEOUT_S
@@ -117,21 +117,12 @@ def run(
             flags += [
                 {**item, "judgement": judgements.get(str(item["key"]))} for item in flag_items(key, report)
             ]
-    judged = [f for f in flags if f["judgement"] is not None]
-    good = sum(bool(f["judgement"]["worth_a_look"]) for f in judged)  # type: ignore[index]
-    tables = Counter(str(f["key"]).rsplit("/", 1)[0] for f in flags)
     return {
         **counts,
         "problems": problems,
         **match_scores(labels, answers),  # type: ignore[arg-type]
         "labelled_with_a_table": sum(labels[k]["table"] is not None for k in labels if k in answers),  # type: ignore[index]
-        "flags": len(flags),
-        "tables_with_flags": len(tables),
-        "largest": tables.most_common(3),
-        "judged": len(judged),
-        "worth_a_look": good,
-        "precision_judged": round(good / len(judged), 3) if judged else None,
-        "not_judged": [f["key"] for f in flags if f["judgement"] is None],
+        **flag_tally(flags, judgements),  # type: ignore[arg-type]
         "items": flags,
     }
 

@@ -106,6 +106,23 @@ def flag_items(prefix: str, report: Report) -> list[dict[str, object]]:
     ]
 
 
+def flag_tally(flags: list[dict[str, object]], judgements: dict[str, dict[str, object]]) -> dict[str, object]:
+    """How many flags, from how many tables (the three with most), how many of them are judged and
+    worth a look, the precision over the judged ones, and the keys nobody has judged yet."""
+    judged = [f for f in flags if f["key"] in judgements]
+    good = sum(bool(judgements[str(f["key"])]["worth_a_look"]) for f in judged)
+    tables = Counter(str(f["key"]).rsplit("/", 1)[0] for f in flags)
+    return {
+        "flags": len(flags),
+        "tables_with_flags": len(tables),
+        "largest": tables.most_common(3),
+        "judged": len(judged),
+        "worth_a_look": good,
+        "precision_judged": round(good / len(judged), 3) if judged else None,
+        "not_judged": [f["key"] for f in flags if f["key"] not in judgements],
+    }
+
+
 def fresh_flags(
     root: Path, scope: str, half: str | None = None
 ) -> tuple[dict[str, int], list[dict[str, object]]]:
@@ -147,23 +164,10 @@ def main() -> int:
         return 2
     counts, flags = fresh_flags(args.data, args.scope, args.half)
     judgements = json.loads(args.judgements.read_text(encoding="utf-8")) if args.judgements else {}
-    judged = [f for f in flags if f["key"] in judgements]
-    good = sum(bool(judgements[f["key"]]["worth_a_look"]) for f in judged)
-    for f in judged:
-        f["judgement"] = judgements[f["key"]]
-    tables = Counter(str(f["key"]).rsplit("/", 1)[0] for f in flags)
-    result = {
-        "scope": args.scope,
-        "half": args.half,
-        **counts,
-        "flags": len(flags),
-        "tables_with_flags": len(tables),
-        "largest": tables.most_common(3),
-        "judged": len(judged),
-        "worth_a_look": good,
-        "precision_judged": round(good / len(judged), 3) if judged else None,
-        "not_judged": [f["key"] for f in flags if f["key"] not in judgements],
-    }
+    for f in flags:
+        if f["key"] in judgements:
+            f["judgement"] = judgements[f["key"]]
+    result = {"scope": args.scope, "half": args.half, **counts, **flag_tally(flags, judgements)}
     print(json.dumps(result, indent=1))
     if args.out:
         args.out.write_text(
